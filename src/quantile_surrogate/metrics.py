@@ -1,0 +1,122 @@
+"""Exact, non-differentiable evaluation metrics on NumPy arrays.
+
+Each function takes ``y_true`` (binary: {0, 1}, bool, or {-1, 1} with 1 positive) and
+``y_score`` (higher means more positive) and returns a float. The estimator's ``score``
+and the experiments use these, so training and evaluation speak the same language.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.metrics import precision_recall_curve, roc_curve
+
+from ._validation import check_target
+
+__all__ = [
+    "precision_at_recall",
+    "precision_at_rate",
+    "precision_at_k",
+    "recall_at_fpr",
+    "predicted_positive_rate",
+    "count_at_rate",
+]
+
+
+def _check_arrays(y_true, y_score):
+    y_true = np.asarray(y_true)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1 or y_score.ndim != 1:
+        raise ValueError(f"`y_true` and `y_score` must be 1-D; got shapes {y_true.shape} and {y_score.shape}.")
+    if y_true.shape[0] != y_score.shape[0]:
+        raise ValueError(f"`y_true` has {y_true.shape[0]} entries but `y_score` has {y_score.shape[0]}.")
+    if y_true.shape[0] == 0:
+        raise ValueError("`y_true` is empty.")
+    if not np.isfinite(y_score).all():
+        raise ValueError("`y_score` contains NaN or inf.")
+    values = set(np.unique(y_true).tolist())
+    if not values <= {0, 1, -1, True, False}:
+        raise ValueError(f"`y_true` must be binary (0/1, bool, or -1/1); got values {sorted(values)[:6]}.")
+    return (y_true == 1), y_score
+
+
+def precision_at_recall(y_true, y_score, recall: float) -> float:
+    """The highest precision over thresholds whose recall is at least ``recall``.
+
+    Read off ``sklearn.metrics.precision_recall_curve``, so tied scores are one threshold
+    (all of them are predicted positive together). Returns 0.0 if ``y_true`` has no positive.
+    """
+    recall = check_target(recall, "recall")
+    positive, y_score = _check_arrays(y_true, y_score)
+    if not positive.any():
+        return 0.0
+    precision, achieved, _ = precision_recall_curve(positive, y_score)
+    return float(precision[achieved >= recall - 1e-12].max())
+
+
+def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
+    """``K`` for a predicted positive rate: ``ceil(rate n)`` (default) or ``floor(rate n)``, at least 1.
+
+    ``rate * n`` is rounded to 6 decimals first so float noise does not move ``K``. The
+    point-estimator threshold ``q(f(X), 1 - rate)`` predicts ``ceil(rate n)`` positives,
+    hence the default; the paper's Housing table looks like ``floor`` (see NOTES.md).
+    """
+    exact = round(rate * n, 6)
+    if rounding == "ceil":
+        k = math.ceil(exact)
+    elif rounding == "floor":
+        k = math.floor(exact)
+    else:
+        raise ValueError(f"`rounding` must be 'ceil' or 'floor'; got {rounding!r}.")
+    return int(min(max(k, 1), n))
+
+
+def precision_at_k(y_true, y_score, k: int) -> float:
+    """Precision among the ``k`` highest scores, with ties at the k-th score shared fairly.
+
+    Rows tied with the k-th score count with the fraction of positives among the tie,
+    which is the expected precision under a random tie-break; it does not depend on the
+    order of the rows.
+    """
+    positive, y_score = _check_arrays(y_true, y_score)
+    n = y_score.shape[0]
+    if not 1 <= k <= n:
+        raise ValueError(f"`k` must be in [1, {n}]; got {k}.")
+    kth = np.partition(y_score, n - k)[n - k]
+    above = y_score > kth
+    tied = y_score == kth
+    hits = positive[above].sum() + (k - above.sum()) * positive[tied].mean()
+    return float(hits / k)
+
+
+def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil") -> float:
+    """Precision@tau: precision among the top ``K = ceil(rate n)`` scores (see :func:`count_at_rate`)."""
+    rate = check_target(rate, "rate")
+    return precision_at_k(y_true, y_score, count_at_rate(len(y_score), rate, rounding))
+
+
+def recall_at_fpr(y_true, y_score, fpr: float) -> float:
+    """The highest recall (TPR) over thresholds whose false positive rate is at most ``fpr``.
+
+    Read off ``sklearn.metrics.roc_curve``. Returns 0.0 if there is no positive or no negative.
+    """
+    fpr = check_target(fpr, "fpr")
+    positive, y_score = _check_arrays(y_true, y_score)
+    if positive.all() or not positive.any():
+        return 0.0
+    false_rate, true_rate, _ = roc_curve(positive, y_score)
+    return float(true_rate[false_rate <= fpr + 1e-12].max())
+
+
+def predicted_positive_rate(y_score, threshold: float, subset=None) -> float:
+    """``r_A = |{x in A : f(x) > threshold}| / |A|`` (Definition 3.1), on the rows where ``subset`` is True."""
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if subset is not None:
+        subset = np.asarray(subset, dtype=bool)
+        if subset.shape != y_score.shape:
+            raise ValueError(f"`subset` has shape {subset.shape} but `y_score` has {y_score.shape}.")
+        y_score = y_score[subset]
+    if y_score.size == 0:
+        raise ValueError("`subset` selects no row; the rate on an empty set is undefined.")
+    return float(np.mean(y_score > threshold))

@@ -1,0 +1,311 @@
+r"""Differentiable quantile estimators (Mackey, Luo & Eban 2018, section 4).
+
+Every estimator takes a 1-D floating point tensor of scores ``s_1..s_N`` and a level
+``c`` and returns a 0-d tensor of the same dtype that autograd differentiates with
+respect to the scores. All of them are L-estimators: a weighted mean of the order
+statistics ``s_(1) <= ... <= s_(N)`` whose weights depend on ranks only, so the
+gradient with respect to ``s_(i)`` is its weight.
+
+=====================  ==========================================  =====================
+name                   estimate                                    paper
+=====================  ==========================================  =====================
+``point``              ``s_(k)``, ``k = max(1, floor(c N))``        q1, section 4
+``kernel``/``gaussian`` ``sum_i w_i s_(i)``, ``w_i ~ phi_h(i*/N - c)`` eq. (13)
+``epanechnikov``       same, compact kernel ``3/4 (1 - u^2)_+``      eq. (13)
+``lower_mean``         ``mean(s_(1..k))``                          qm, eq. (14)
+``interval``           ``mean(s_(i))`` for ``i/N`` in ``(lo, hi]``  qI, eq. (16)
+``harrell_davis``      Beta-weighted order statistics              Harrell & Davis 1982
+=====================  ==========================================  =====================
+
+Conventions (see ``shared/paper/NOTES.md``): ``q(S, c)`` is the quantile from below, so a
+constraint "rate on A >= c" uses the threshold ``q(f(A), 1 - c)``; the losses in
+:mod:`quantile_surrogate.losses` do that conversion, callers of this module pass levels.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+from scipy.special import betainc
+
+from ._validation import check_bandwidth, check_level, check_option, check_scores
+
+__all__ = [
+    "point_quantile",
+    "kernel_quantile",
+    "lower_mean_quantile",
+    "interval_quantile",
+    "harrell_davis_quantile",
+    "kernel_weights",
+    "resolve_quantile",
+    "KERNELS",
+    "QUANTILE_ESTIMATORS",
+]
+
+
+def floor_rank(n: int, level: float) -> int:
+    """``k = max(1, floor(level * n))``, the 1-based rank of the point estimate.
+
+    ``level * n`` is rounded to 6 decimals before the floor so that float noise cannot
+    move ``k`` (``0.29 * 100`` is ``28.999999999999996`` in floating point, but means 29).
+    ``k = 0`` happens when ``level < 1 / n``; the paper leaves it open and we take the
+    smallest score (``k = 1``), the only choice that keeps the estimate inside the data.
+    """
+    k = math.floor(round(level * n, 6))
+    return min(max(k, 1), n)
+
+
+def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
+    r"""Point estimate ``q1(S, c) = s_(k)``, the k-th smallest score.
+
+    ``k`` is the largest integer with ``k / N <= c`` (section 4 of the paper), clamped to
+    ``k >= 1`` (when ``c < 1/N`` the estimate is the minimum). Computed by selection
+    (``torch.kthvalue``, O(N)), not by a sort. The gradient is one-hot: it flows to the
+    one selected score.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (N,), floating point
+    level : float in [0, 1]
+
+    Returns
+    -------
+    Tensor of shape (), same dtype as ``scores``.
+
+    Examples
+    --------
+    >>> point_quantile(torch.tensor([3.0, 1.0, 2.0, 4.0]), 0.5)  # k = 2
+    tensor(2.)
+    """
+    if validate_args:
+        check_scores(scores)
+        level = check_level(level)
+    k = floor_rank(scores.numel(), level)
+    return torch.kthvalue(scores, k).values
+
+
+def lower_mean_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
+    r"""Lower-bound estimate ``qm(S, c) = mean(s_(1), ..., s_(k))`` (eq. (14), ``\label{eq:convex-estimator}``).
+
+    The mean of the ``k`` smallest scores, ``k`` as in :func:`point_quantile`. Since a mean
+    is at most the maximum, ``qm <= q1``; for a linear model ``qm`` is a concave function of
+    the weights, which makes the precision losses convex upper bounds of the ``q1`` losses
+    (eq. (15)). With ties we average the ``k`` smallest order statistics, which is the
+    paper's "mean of the scores up to the point estimate" counted by rank.
+
+    Examples
+    --------
+    >>> lower_mean_quantile(torch.tensor([3.0, 1.0, 2.0, 4.0]), 0.5)  # (1 + 2) / 2
+    tensor(1.5000)
+    """
+    if validate_args:
+        check_scores(scores)
+        level = check_level(level)
+    k = floor_rank(scores.numel(), level)
+    return torch.topk(scores, k, largest=False, sorted=False).values.mean()
+
+
+def interval_quantile(scores: torch.Tensor, low: float, high: float, *, validate_args: bool = True) -> torch.Tensor:
+    r"""Interval estimate ``qI``: the mean of the order statistics between fractions ``low`` and ``high``.
+
+    ``qI(S) = mean{ s_(i) : floor(N low) < i <= floor(N high) }`` (eq. (16),
+    ``\label{eq:interval-estimator}``). Departures from the printed formula, as in NOTES.md:
+    no absolute value bars (they only make sense for non-negative scores), and the sum
+    starts at ``floor(N low) + 1`` as in the proof of Lemma 2, so that it has exactly
+    ``floor(N high) - floor(N low)`` terms. When that count is 0 (a narrow interval on a
+    small sample) the single order statistic ``i = floor(N low) + 1`` is used.
+
+    Examples
+    --------
+    >>> interval_quantile(torch.tensor([4.0, 1.0, 3.0, 2.0]), 0.25, 0.75)  # s_(2), s_(3)
+    tensor(2.5000)
+    """
+    if validate_args:
+        check_scores(scores)
+        low = check_level(low, "low")
+        high = check_level(high, "high")
+        if not low < high:
+            raise ValueError(f"`low` must be smaller than `high`; got low={low}, high={high}.")
+    n = scores.numel()
+    start = min(math.floor(round(low * n, 6)), n - 1)
+    stop = max(math.floor(round(high * n, 6)), start + 1)
+    lowest = torch.topk(scores, stop, largest=False, sorted=True).values
+    return lowest[start:stop].mean()
+
+
+def _gaussian_log_kernel(u: torch.Tensor) -> torch.Tensor:
+    # log of exp(-u^2 / 2); the 1/sqrt(2 pi) and 1/h factors cancel in the normalisation.
+    return -0.5 * u * u
+
+
+def _epanechnikov_log_kernel(u: torch.Tensor) -> torch.Tensor:
+    # log of 3/4 (1 - u^2) on |u| < 1; -inf outside gives weights that are exactly 0.
+    inside = u.abs() < 1
+    return torch.where(inside, torch.log1p(-(u * u).clamp(max=1.0)), torch.full_like(u, -math.inf))
+
+
+KERNELS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gaussian": _gaussian_log_kernel,
+    "epanechnikov": _epanechnikov_log_kernel,
+}
+"""Kernels as unnormalised log-densities of ``u = (i*/N - c) / h``."""
+
+
+def tied_ranks(sorted_scores: torch.Tensor) -> torch.Tensor:
+    """``i* = max{j : s_(j) = s_(i)}`` (1-based) for ascending ``sorted_scores``: ties share the largest rank."""
+    values = sorted_scores.detach()
+    return torch.searchsorted(values, values, right=True)
+
+
+def kernel_weights(
+    sorted_scores: torch.Tensor, level: float, bandwidth: float, kernel: str = "gaussian"
+) -> torch.Tensor:
+    r"""Normalised weights ``w_i = phi_h(i*/N - c) / sum_j phi_h(j*/N - c)`` on ascending scores.
+
+    Computed as a softmax of the log-kernel, i.e. ``exp(a_i - max a) / sum exp(a_j - max a)``,
+    so that a small bandwidth cannot underflow every weight to zero. If a compact kernel
+    has no order statistic inside its window, all the weight goes to the point estimate's
+    order statistic ``s_(k)``.
+    """
+    n = sorted_scores.numel()
+    ranks = tied_ranks(sorted_scores).to(sorted_scores.dtype)
+    u = (ranks / n - level) / bandwidth
+    log_w = KERNELS[kernel](u)
+    if torch.isneginf(log_w).all():
+        weights = torch.zeros_like(u)
+        weights[floor_rank(n, level) - 1] = 1.0
+        return weights
+    return torch.softmax(log_w, dim=0)
+
+
+def kernel_quantile(
+    scores: torch.Tensor,
+    level: float,
+    bandwidth: float = 0.05,
+    kernel: str = "gaussian",
+    *,
+    validate_args: bool = True,
+) -> torch.Tensor:
+    r"""Kernel quantile estimate (Sheather & Marron 1990; eq. (13), ``\label{eq:kernel-estimator}``).
+
+    .. math::
+        \hat q^h_\phi(S, c) = \sum_{i=1}^N w_i\, s_{(i)}, \qquad
+        w_i = \frac{\phi_h(i^*/N - c)}{\sum_j \phi_h(j^*/N - c)}, \qquad
+        \phi_h(x) = \phi(x / h) / h,
+
+    with ``i* = max{j : s_(j) = s_(i)}`` (tied scores take the largest rank among them).
+
+    Departures from the printed formula, both errata in NOTES.md: the Gaussian kernel is
+    the normal density ``exp(-x^2 / 2h^2) / (h sqrt(2 pi))`` (the source drops the minus
+    sign), and the weights are normalised to sum to one (the printed ``1/N`` weights sum to
+    about 1/2 near c = 0 or 1, shrinking the estimate towards zero).
+
+    Parameters
+    ----------
+    scores : Tensor of shape (N,), floating point
+    level : float in [0, 1]
+    bandwidth : float > 0
+        The scale ``h`` on the rank scale; larger trades variance for bias.
+    kernel : {"gaussian", "epanechnikov"}
+        The Epanechnikov kernel gives weights exactly 0 outside ``|i*/N - c| < h``.
+
+    Returns
+    -------
+    Tensor of shape (), same dtype as ``scores``.
+
+    Examples
+    --------
+    With a tiny bandwidth the estimate is the order statistic nearest the level:
+
+    >>> kernel_quantile(torch.tensor([3.0, 1.0, 2.0, 4.0]), 0.5, bandwidth=1e-3)
+    tensor(2.)
+    """
+    if validate_args:
+        check_scores(scores)
+        level = check_level(level)
+        bandwidth = check_bandwidth(bandwidth)
+        check_option(kernel, KERNELS, "kernel")
+    sorted_scores = torch.sort(scores).values
+    weights = kernel_weights(sorted_scores, level, bandwidth, kernel)
+    return torch.dot(weights, sorted_scores)
+
+
+def harrell_davis_weights(n: int, level: float, dtype=torch.float64, device=None) -> torch.Tensor:
+    """``W_i = I_{i/n}(a, b) - I_{(i-1)/n}(a, b)``, ``a = (n+1) c``, ``b = (n+1)(1-c)``."""
+    if n == 1 or level <= 0.0 or level >= 1.0:
+        weights = np.zeros(n)
+        weights[0 if level <= 0.5 else n - 1] = 1.0
+    else:
+        a, b = (n + 1) * level, (n + 1) * (1 - level)
+        cdf = betainc(a, b, np.arange(n + 1) / n)
+        weights = np.diff(cdf)
+        weights /= weights.sum()
+    return torch.as_tensor(weights, dtype=dtype, device=device)
+
+
+def harrell_davis_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
+    r"""Harrell-Davis estimate (Harrell & Davis 1982, cited in section 4): no bandwidth to tune.
+
+    .. math::
+        \hat q_{HD}(S, c) = \sum_i W_i s_{(i)}, \quad W_i = I_{i/N}(a, b) - I_{(i-1)/N}(a, b),
+        \quad a = (N+1)c,\ b = (N+1)(1-c),
+
+    where ``I_x(a, b)`` is the regularised incomplete Beta function: ``W_i`` is the
+    probability that a Beta(a, b) variable falls in ``((i-1)/N, i/N]``. At ``c = 0`` and
+    ``c = 1`` (where Beta(a, b) is degenerate) it returns the minimum and the maximum.
+
+    Examples
+    --------
+    >>> harrell_davis_quantile(torch.tensor([1.0, 2.0, 3.0]), 0.5)  # symmetric weights
+    tensor(2.)
+    """
+    if validate_args:
+        check_scores(scores)
+        level = check_level(level)
+    sorted_scores = torch.sort(scores).values
+    weights = harrell_davis_weights(scores.numel(), level, scores.dtype, scores.device)
+    return torch.dot(weights, sorted_scores)
+
+
+def _interval_around(scores, level, bandwidth, *, validate_args=True):
+    # As a loss's estimator the interval is centred on the level, with half-width h.
+    return interval_quantile(
+        scores, max(level - bandwidth, 0.0), min(level + bandwidth, 1.0), validate_args=validate_args
+    )
+
+
+QUANTILE_ESTIMATORS: dict[str, Callable] = {
+    "point": lambda s, c, h, **kw: point_quantile(s, c, **kw),
+    "kernel": lambda s, c, h, **kw: kernel_quantile(s, c, h, "gaussian", **kw),
+    "gaussian": lambda s, c, h, **kw: kernel_quantile(s, c, h, "gaussian", **kw),
+    "epanechnikov": lambda s, c, h, **kw: kernel_quantile(s, c, h, "epanechnikov", **kw),
+    "lower_mean": lambda s, c, h, **kw: lower_mean_quantile(s, c, **kw),
+    "interval": _interval_around,
+    "harrell_davis": lambda s, c, h, **kw: harrell_davis_quantile(s, c, **kw),
+}
+"""Estimators by name, each called as ``f(scores, level, bandwidth, validate_args=...)``.
+
+``interval`` uses the window ``[level - bandwidth, level + bandwidth]``; ``point``,
+``lower_mean`` and ``harrell_davis`` ignore the bandwidth."""
+
+
+def resolve_quantile(quantile, bandwidth: float = 0.05) -> Callable[[torch.Tensor, float], torch.Tensor]:
+    """Turn ``quantile=`` (a name in :data:`QUANTILE_ESTIMATORS` or a callable) into ``f(scores, level)``.
+
+    A user callable is called as ``quantile(scores, level)`` and must return a 0-d tensor.
+    """
+    if callable(quantile):
+        return quantile
+    if not isinstance(quantile, str):
+        raise TypeError(f"`quantile` must be an estimator name or a callable; got {type(quantile).__name__}.")
+    check_option(quantile, QUANTILE_ESTIMATORS, "quantile")
+    estimator = QUANTILE_ESTIMATORS[quantile]
+
+    def estimate(scores: torch.Tensor, level: float) -> torch.Tensor:
+        return estimator(scores, level, bandwidth, validate_args=False)
+
+    estimate.__name__ = f"{quantile}_quantile"
+    return estimate
