@@ -1,0 +1,88 @@
+"""Metrics against brute-force loops over thresholds."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quantile_surrogate import metrics as M
+
+
+def brute_force_curve(y, s):
+    """(precision, recall, fpr) for every threshold 'predict s >= t' over the distinct scores."""
+    rows = []
+    for t in np.unique(s):
+        predicted = s >= t
+        tp = np.sum(predicted & (y == 1))
+        fp = np.sum(predicted & (y == 0))
+        rows.append((tp / max(tp + fp, 1), tp / max(np.sum(y == 1), 1), fp / max(np.sum(y == 0), 1)))
+    return rows
+
+
+labelled_scores = st.integers(2, 40).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 1), min_size=n, max_size=n),
+        st.lists(st.integers(-5, 5), min_size=n, max_size=n),  # many ties
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=labelled_scores, target=st.floats(0.05, 0.95))
+def test_precision_at_recall_and_recall_at_fpr_match_brute_force(data, target):
+    y, s = map(np.array, data)
+    curve = brute_force_curve(y, s.astype(float))
+    if y.sum() > 0:
+        expected = max(p for p, r, _ in curve if r >= target)
+        assert M.precision_at_recall(y, s, target) == pytest.approx(expected)
+    if 0 < y.sum() < len(y):
+        feasible = [r for _, r, f in curve if f <= target] + [0.0]
+        assert M.recall_at_fpr(y, s, target) == pytest.approx(max(feasible))
+
+
+def test_precision_at_k_shares_ties_fairly():
+    y = np.array([1, 0, 1, 0, 0, 1])
+    s = np.array([5.0, 3.0, 3.0, 3.0, 1.0, 0.0])
+    # Top 2: the 5.0 (positive) plus one of three tied 3.0s, of which 1 in 3 is positive.
+    assert M.precision_at_k(y, s, 2) == pytest.approx((1 + 1 / 3) / 2)
+    rng = np.random.default_rng(0)
+    draws = [y[np.lexsort((rng.random(6), -s))][:2].mean() for _ in range(4000)]
+    assert M.precision_at_k(y, s, 2) == pytest.approx(np.mean(draws), abs=0.02)
+
+
+def test_precision_at_rate_rounding():
+    y = np.array([1] * 3 + [0] * 97)
+    s = np.arange(100.0)[::-1]  # the three positives score highest
+    assert M.count_at_rate(100, 0.029) == 3
+    assert M.count_at_rate(100, 0.029, "floor") == 2
+    assert M.count_at_rate(100, 0.07) == 7  # 0.07 * 100 = 7.000000000000001
+    assert M.count_at_rate(50, 0.001) == 1  # never 0
+    assert M.precision_at_rate(y, s, 0.03) == 1.0
+    assert M.precision_at_rate(y, s, 0.06) == 0.5
+    with pytest.raises(ValueError, match="`rounding` must be"):
+        M.count_at_rate(10, 0.1, "round")
+
+
+def test_predicted_positive_rate_on_a_subset():
+    s = np.array([0.1, 0.5, 0.9, 0.7])
+    assert M.predicted_positive_rate(s, 0.5) == 0.5  # strictly above
+    assert M.predicted_positive_rate(s, 0.5, subset=[True, True, False, False]) == 0.0
+    with pytest.raises(ValueError, match="`subset` selects no row"):
+        M.predicted_positive_rate(s, 0.5, subset=[False] * 4)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: M.precision_at_recall([0, 1], [0.1, 0.2], 1.2), "`recall` must be strictly between 0 and 1"),
+        (lambda: M.precision_at_rate([0, 1], [0.1, 0.2], 0.0), "`rate` must be strictly between 0 and 1"),
+        (lambda: M.recall_at_fpr([0, 1], [0.1, 0.2], -0.1), "`fpr` must be strictly between 0 and 1"),
+        (lambda: M.precision_at_recall([0, 2], [0.1, 0.2], 0.5), "`y_true` must be binary"),
+        (lambda: M.precision_at_recall([0, 1, 1], [0.1, 0.2], 0.5), "`y_true` has 3 entries"),
+        (lambda: M.precision_at_recall([0, 1], [0.1, np.nan], 0.5), "`y_score` contains NaN"),
+        (lambda: M.precision_at_k([0, 1], [0.1, 0.2], 3), "`k` must be in"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
