@@ -144,7 +144,7 @@ def test_empty_subset_gives_zero_loss_and_nan_threshold_or_raises():
     scores = torch.randn(10, dtype=torch.float64, requires_grad=True)
     labels = torch.zeros(10, dtype=torch.long)  # no positive: the recall threshold is undefined
     out = L.precision_at_recall_loss(scores, labels, 0.9, return_threshold=True)
-    assert float(out.loss) == 0.0 and math.isnan(float(out.threshold))
+    assert float(out.loss.detach()) == 0.0 and math.isnan(float(out.threshold))
     out.loss.backward()
     assert bool((scores.grad == 0).all())
     with pytest.raises(ValueError, match="subset that sets the threshold is empty"):
@@ -269,3 +269,69 @@ def test_beats_logistic_regression_with_a_moved_threshold():
     # Measured: LR 0.146, quantile loss 0.368 (the paper's figure: 0.13 and 0.37 at recall 0.9).
     assert lr_precision < 0.2
     assert ours > 0.3 and ours > 2 * lr_precision
+
+
+# --- group-wise thresholds -----------------------------------------------------------------
+
+
+def test_groups_give_each_group_its_own_threshold():
+    scores, labels = random_batch(n=90, seed=5)
+    groups = torch.arange(90) % 3
+    out = L.precision_at_recall_loss(scores, labels, 0.8, groups=groups, reduction="none", return_threshold=True)
+    assert out.threshold.shape == (3,)
+    for g in range(3):
+        rows = groups == g
+        alone = L.precision_at_recall_loss(scores[rows], labels[rows], 0.8, reduction="none", return_threshold=True)
+        torch.testing.assert_close(out.threshold[g], alone.threshold)
+        torch.testing.assert_close(out.loss[rows], alone.loss)
+    # One group is the ungrouped loss.
+    torch.testing.assert_close(
+        L.precision_at_rate_loss(scores, labels, 0.2, groups=torch.zeros(90, dtype=torch.long)),
+        L.precision_at_rate_loss(scores, labels, 0.2),
+    )
+
+
+def test_groups_gradcheck_and_threshold_groups():
+    scores, labels = random_batch(n=30, seed=6)
+    groups = torch.arange(30) % 2
+    scores = (scores * 3).requires_grad_()
+    assert torch.autograd.gradcheck(
+        lambda s: L.precision_at_rate_loss(s, labels, 0.3, groups=groups, bandwidth=0.2), (scores,), eps=1e-6, atol=1e-6
+    )
+    other, other_groups = torch.randn(20, dtype=torch.float64), torch.arange(20) % 2
+    out = L.precision_at_rate_loss(scores, labels, 0.3, groups=groups, threshold_scores=other,
+                                   threshold_groups=other_groups, return_threshold=True)
+    torch.testing.assert_close(out.threshold[1], qs.kernel_quantile(other[1::2], 0.7, 0.05))
+
+
+def test_group_without_reference_rows_gets_no_loss():
+    scores = torch.tensor([0.5, 1.0, 2.0, -1.0], dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([1, 0, 1, 0])
+    groups = torch.tensor([0, 0, 1, 1])
+    out = L.precision_at_recall_loss(scores, labels, 0.5, groups=groups,
+                                     reduction="none", return_threshold=True)
+    assert bool(torch.isfinite(out.threshold).all())
+    no_positive_in_group_1 = torch.tensor([1, 0, 0, 0])
+    out = L.precision_at_recall_loss(scores, no_positive_in_group_1, 0.5, groups=groups, reduction="none",
+                                     return_threshold=True)
+    assert math.isnan(float(out.threshold[1])) and out.loss[2:].tolist() == [0.0, 0.0]
+    out.loss.sum().backward()
+    assert bool(torch.isfinite(scores.grad).all())
+    with pytest.raises(ValueError, match="Group 1: The subset that sets the threshold is empty"):
+        L.precision_at_recall_loss(scores, no_positive_in_group_1, 0.5, groups=groups, empty_subset="raise")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(groups=torch.zeros(60)), TypeError, "`groups` must be an integer tensor"),
+        (dict(groups=torch.zeros(5, dtype=torch.long)), ValueError, "`groups` has shape \\(5,\\)"),
+        (dict(groups=-torch.ones(60, dtype=torch.long)), ValueError, "`groups` must hold codes >= 0"),
+        (dict(groups=torch.zeros(60, dtype=torch.long), threshold_scores=torch.randn(3, dtype=torch.float64)),
+         ValueError, "pass `threshold_groups=` too"),
+    ],
+)
+def test_bad_groups(kwargs, error, match):
+    scores, labels = random_batch()
+    with pytest.raises(error, match=match):
+        L.precision_at_recall_loss(scores, labels, 0.5, **kwargs)

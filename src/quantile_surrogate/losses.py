@@ -96,6 +96,8 @@ def rate_constrained_loss(
     subset: torch.Tensor | None = None,
     penalize: str = "negatives",
     threshold_scores: torch.Tensor | None = None,
+    groups: torch.Tensor | None = None,
+    threshold_groups: torch.Tensor | None = None,
     quantile: str | Callable = "kernel",
     bandwidth: float = 0.05,
     surrogate: str = "logistic",
@@ -134,6 +136,15 @@ def rate_constrained_loss(
     threshold_scores : Tensor of shape (M,), optional
         Scores of a separate minibatch drawn from ``A`` (Algorithm 1, step 2); the threshold
         is estimated from them instead of from ``scores[subset]``.
+    groups : integer Tensor of shape (N,), optional
+        Group codes 0..G-1. Each group gets its own threshold ``q(f(A & G_g), 1 - rate)``
+        and each row is compared with its group's threshold, so the constraint holds in
+        every group: with ``subset`` every row it is the same predicted positive rate in
+        every group (demographic parity); with the positives, recall >= rate in every
+        group (equal opportunity). The returned threshold then has shape (G,); a group
+        with no row of ``A`` gets a NaN threshold and its rows no loss.
+    threshold_groups : integer Tensor of shape (M,), optional
+        Group codes of ``threshold_scores``; required with both ``groups`` and ``threshold_scores``.
     quantile : str or callable
         A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
         ``f(scores, level) -> 0-d tensor``. Default ``"kernel"`` (Gaussian), as in the paper.
@@ -189,30 +200,73 @@ def rate_constrained_loss(
             raise ValueError("Pass `subset=` (a bool row mask of A) or `threshold_scores=`.")
         else:
             check_mask(subset, scores.numel(), "subset")
+        if groups is not None:
+            _check_groups(groups, scores.numel(), "groups")
+            if threshold_scores is not None:
+                if threshold_groups is None:
+                    raise ValueError("With `groups=` and `threshold_scores=`, pass `threshold_groups=` too.")
+                _check_groups(threshold_groups, threshold_scores.numel(), "threshold_groups")
     else:
         positive = labels if labels.dtype == torch.bool else labels == 1
 
-    reference = threshold_scores if threshold_scores is not None else scores[subset]
     penalized = ~positive if penalize == "negatives" else positive
-
-    if reference.numel() == 0:
-        if empty_subset == "raise":
+    estimate = resolve_quantile(quantile, bandwidth)
+    if groups is None:
+        reference = threshold_scores if threshold_scores is not None else scores[subset]
+        if reference.numel() == 0 and empty_subset == "raise":
             raise ValueError(EMPTY_SUBSET_MESSAGE)
-        zero = scores * 0.0
-        loss = zero if reduction == "none" else zero.sum()
-        nan = torch.full((), float("nan"), dtype=scores.dtype, device=scores.device)
-        return QuantileLossOutput(loss, nan) if return_threshold else loss
-
-    threshold = resolve_quantile(quantile, bandwidth)(reference, 1.0 - rate)
-    margin = scores - threshold if penalize == "negatives" else threshold - scores
-    per_row = SURROGATES[surrogate](margin) * penalized.to(scores.dtype)
+        threshold = _estimate_or_nan(estimate, reference, 1.0 - rate, scores)
+        row_threshold = threshold
+        live = penalized if reference.numel() else torch.zeros_like(penalized)
+    else:
+        threshold, row_threshold, live = _group_thresholds(
+            estimate, scores, groups, subset, threshold_scores, threshold_groups, rate, empty_subset
+        )
+        live = penalized & live
+    margin = scores - row_threshold if penalize == "negatives" else row_threshold - scores
+    # Rows whose threshold is undefined (empty subset) get 0, not NaN: where() keeps NaN out of the graph.
+    per_row = torch.where(live, SURROGATES[surrogate](torch.where(live, margin, 0.0)), 0.0)
     if reduction == "none":
         loss = per_row
     elif reduction == "sum":
         loss = per_row.sum()
     else:
-        loss = per_row.sum() / penalized.sum().clamp(min=1).to(scores.dtype)
+        loss = per_row.sum() / live.sum().clamp(min=1).to(scores.dtype)
     return QuantileLossOutput(loss, threshold) if return_threshold else loss
+
+
+def _estimate_or_nan(estimate, reference, level, like):
+    if reference.numel() == 0:
+        return torch.full((), float("nan"), dtype=like.dtype, device=like.device)
+    return estimate(reference, level)
+
+
+def _group_thresholds(estimate, scores, groups, subset, threshold_scores, threshold_groups, rate, empty_subset):
+    """One threshold per group code ``g``: ``q(f(A & G_g), 1 - rate)``; rows of groups with no reference row are dropped."""
+    if threshold_scores is not None:
+        reference, reference_groups = threshold_scores, threshold_groups
+    else:
+        reference, reference_groups = scores[subset], groups[subset]
+    n_groups = int(max(groups.max(), reference_groups.max() if reference_groups.numel() else 0)) + 1
+    thresholds = []
+    for g in range(n_groups):
+        members = reference[reference_groups == g]
+        if members.numel() == 0 and empty_subset == "raise":
+            raise ValueError(f"Group {g}: " + EMPTY_SUBSET_MESSAGE)
+        thresholds.append(_estimate_or_nan(estimate, members, 1.0 - rate, scores))
+    thresholds = torch.stack(thresholds)
+    row_threshold = thresholds[groups]
+    return thresholds, row_threshold, ~torch.isnan(row_threshold)
+
+
+def _check_groups(groups, n, name):
+    if not isinstance(groups, torch.Tensor) or groups.dtype in (torch.bool,) or groups.is_floating_point():
+        raise TypeError(f"`{name}` must be an integer tensor of group codes 0..G-1; encode labels with "
+                        "numpy.unique(..., return_inverse=True).")
+    if groups.ndim != 1 or groups.numel() != n:
+        raise ValueError(f"`{name}` has shape {tuple(groups.shape)}; it needs one group code per row ({n}).")
+    if groups.numel() and int(groups.min()) < 0:
+        raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}.")
 
 
 def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=None, **kwargs):
