@@ -86,3 +86,10 @@ def test_predicted_positive_rate_on_a_subset():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_recall_at_fpr_keeps_collinear_roc_points():
+    # Every ROC point here is on one line; sklearn's drop_intermediate would keep only the ends.
+    y = [1, 0, 1, 0, 1, 0, 0]
+    s = [3, 3, 2, 2, 1, 1, 0]
+    assert M.recall_at_fpr(y, s, 0.5) == pytest.approx(2 / 3)

@@ -105,7 +105,8 @@ def recall_at_fpr(y_true, y_score, fpr: float) -> float:
     positive, y_score = _check_arrays(y_true, y_score)
     if positive.all() or not positive.any():
         return 0.0
-    false_rate, true_rate, _ = roc_curve(positive, y_score)
+    # drop_intermediate=False: collinear ROC points (ties across classes) are still valid operating points.
+    false_rate, true_rate, _ = roc_curve(positive, y_score, drop_intermediate=False)
     return float(true_rate[false_rate <= fpr + 1e-12].max())
 
 
