@@ -313,10 +313,14 @@ def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", thr
     every row; ``threshold_scores`` are scores of any rows.
     """
     check_option(form, PRECISION_FORMS, "form")
-    subset = torch.ones(scores.shape, dtype=torch.bool, device=scores.device)
+    groups = kwargs.get("groups")
+    if threshold_scores is None:
+        # A is every row: the scores themselves set the threshold (no all-True mask to index with).
+        threshold_scores = scores
+        if groups is not None:
+            kwargs["threshold_groups"] = groups
     return rate_constrained_loss(
-        scores, labels, rate=rate, subset=subset, penalize=PRECISION_FORMS[form],
-        threshold_scores=threshold_scores, **kwargs,
+        scores, labels, rate=rate, penalize=PRECISION_FORMS[form], threshold_scores=threshold_scores, **kwargs,
     )
 
 

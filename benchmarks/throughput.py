@@ -1,0 +1,171 @@
+"""Benchmark 3: training throughput (rows per second) and peak memory on 10 million rows x 100 features.
+
+A linear model is trained by minibatch SGD on ``N`` rows of 100 float32 features (4 GB at
+N = 1e7). Each method runs in a fresh subprocess that builds the data and trains, so that
+its peak resident memory (``ru_maxrss``) is its own:
+
+- ``bce loop``: the baseline, plain ``binary_cross_entropy_with_logits`` in a hand-written
+  loop over ``torch.randperm(N).split(batch)``, indexing ``X[rows]`` in place;
+- ``train, kernel``: :func:`quantile_surrogate.training.train`, precision at recall 0.95,
+  Algorithm 1 (each step also forwards a separate minibatch of positives, the subset A);
+- ``train, point``: the same with the point estimator;
+- ``train, kernel, A_b from batch``: ``subset_from_batch=True`` (A_b = X_b n A, one forward).
+
+Throughput is measured on the *second* epoch (epoch timestamps from ``train``'s
+``callback``), so that it excludes data checks and the first-call set-up; "train() total"
+is everything ``train`` does, including the final full-batch loss for restart selection.
+
+The data are generated chunk by chunk into one preallocated tensor (``Tensor.normal_`` on
+row slices), labels from a planted linear model with Gaussian noise (~8 % positives), so
+that the 4 GB are never held twice; the table reports the data size next to each peak.
+
+Run from the repository root::
+
+    python -m benchmarks.throughput --quick     # 1e6 rows; about 2 minutes
+    python -m benchmarks.throughput             # 1e7 rows (4 GB per subprocess); about 10 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .per_step import machine_description
+
+FEATURES = 100
+CHUNK = 1_000_000
+METHODS = ("bce loop", "train, kernel", "train, point", "train, kernel, A_b from batch")
+
+
+def peak_rss_bytes() -> int:
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def make_data(n: int, seed: int):
+    """``X`` (n, 100) float32 filled in place chunk by chunk, and labels from a planted linear model."""
+    generator = torch.Generator().manual_seed(seed)
+    w = torch.randn(FEATURES, generator=generator) / math.sqrt(FEATURES)
+    X = torch.empty((n, FEATURES), dtype=torch.float32)
+    y = torch.empty(n, dtype=torch.long)
+    for start in range(0, n, CHUNK):
+        chunk = X[start : start + CHUNK]
+        chunk.normal_(generator=generator)
+        logits = chunk @ w + torch.randn(chunk.shape[0], generator=generator)
+        y[start : start + CHUNK] = logits > 2.0  # P(N(0, 2) > 2): about 8 % positives
+    return X, y
+
+
+def bce_loop(X, y, batch_size, epochs, lr, seed):
+    torch.manual_seed(seed)
+    model = nn.Linear(FEATURES, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    generator = torch.Generator().manual_seed(seed)
+    target = y.float()
+    stamps = [time.perf_counter()]
+    for _ in range(epochs):
+        for rows in torch.randperm(X.shape[0], generator=generator).split(batch_size):
+            optimizer.zero_grad()
+            F.binary_cross_entropy_with_logits(model(X[rows]).squeeze(-1), target[rows]).backward()
+            optimizer.step()
+        stamps.append(time.perf_counter())
+    return stamps
+
+
+def train_run(X, y, batch_size, epochs, lr, seed, method):
+    from quantile_surrogate.training import train
+
+    stamps = []
+    train(
+        nn.Linear(FEATURES, 1), X, y, objective="precision_at_recall", target=0.95,
+        quantile="point" if "point" in method else "kernel", subset_from_batch="from batch" in method,
+        batch_size=batch_size, max_epochs=epochs, learning_rate=lr, random_state=seed,
+        callback=lambda info: stamps.append(time.perf_counter()),
+    )
+    return stamps
+
+
+def worker(args):
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    X, y = make_data(args.rows, args.seed)
+    data_seconds = time.perf_counter() - start
+    rss_data = peak_rss_bytes()
+    start = time.perf_counter()
+    if args.worker == "bce loop":
+        stamps = bce_loop(X, y, args.batch_size, args.epochs, args.lr, args.seed)
+    else:
+        stamps = train_run(X, y, args.batch_size, args.epochs, args.lr, args.seed, args.worker)
+    total = time.perf_counter() - start
+    epoch = stamps[-1] - stamps[-2]
+    print(json.dumps({
+        "method": args.worker, "rows_per_s": args.rows / epoch, "epoch_s": epoch, "total_s": total,
+        "data_s": data_seconds, "data_bytes": X.numel() * X.element_size() + y.numel() * y.element_size(),
+        "rss_after_data": rss_data, "peak_rss": peak_rss_bytes(), "positives": float(y.float().mean()),
+    }))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Training throughput and peak memory.")
+    parser.add_argument("--quick", action="store_true", help="1e6 rows instead of 1e7")
+    parser.add_argument("--rows", type=float, default=None)
+    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--epochs", type=int, default=2, help="throughput is read on the last epoch")
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--out", help="also write the table (markdown) to this file")
+    parser.add_argument("--worker", choices=METHODS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.rows = int(args.rows or (1e6 if args.quick else 1e7))
+    if args.epochs < 2 and args.worker is None:
+        parser.error("--epochs must be >= 2: throughput is read on an epoch after the first")
+    if args.worker:
+        return worker(args)
+
+    text = [
+        "## Benchmark 3: training throughput", "",
+        machine_description(args.threads) + ", clock wall",
+        f"N = {args.rows:.0e} rows x {FEATURES} float32 features, batch {args.batch_size}, {args.epochs} epochs",
+    ]
+    print("\n".join(text), flush=True)
+    results = []
+    for method in args.methods:
+        command = [sys.executable, "-m", "benchmarks.throughput", "--worker", method, "--rows", str(args.rows),
+                   "--batch-size", str(args.batch_size), "--epochs", str(args.epochs), "--lr", str(args.lr),
+                   "--threads", str(args.threads), "--seed", str(args.seed)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"  {method}: {results[-1]['rows_per_s']:.3g} rows/s", flush=True)
+    gib = 2.0**30
+    baseline = results[0]["rows_per_s"] if results[0]["method"] == "bce loop" else math.nan
+    lines = [
+        "", "| method | rows/s (epoch 2) | vs BCE loop | epoch (s) | train() total (s) | data (GiB) "
+        "| peak RSS after data (GiB) | peak RSS (GiB) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['method']} | {r['rows_per_s']:.3g} | {r['rows_per_s'] / baseline:.2f}x | {r['epoch_s']:.1f} | "
+            f"{r['total_s']:.1f} | {r['data_bytes'] / gib:.2f} | {r['rss_after_data'] / gib:.2f} | {r['peak_rss'] / gib:.2f} |"
+        )
+    lines += ["", f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"]
+    print("\n".join(lines))
+    if args.out:
+        with open(args.out, "w") as handle:
+            handle.write("\n".join(text + lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
