@@ -8,7 +8,9 @@ ordinary loss.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import losses, metrics, quantiles
+from . import calibration, losses, metrics, quantiles
+from .calibration import GuaranteedThresholdClassifier, calibrate_threshold
+from .estimator import QuantileClassifier
 from .losses import (
     pr_auc_loss,
     precision_at_rate_loss,
@@ -37,6 +39,10 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
+    "QuantileClassifier",
+    "GuaranteedThresholdClassifier",
+    "calibrate_threshold",
+    "calibration",
     "losses",
     "metrics",
     "quantiles",

@@ -1,0 +1,414 @@
+"""``QuantileClassifier``: a scikit-learn estimator over :func:`quantile_surrogate.training.train`.
+
+It uses scikit-learn's semi-private validation helpers (``validate_data``, new in 1.6,
+``_fit_context``, ``Interval``/``StrOptions`` in ``_parameter_constraints``), as
+scikit-learn-contrib's template does. Tested with scikit-learn 1.9.1; ``pyproject.toml``
+pins ``scikit-learn>=1.6,<1.10`` because these helpers may change without deprecation.
+"""
+
+from __future__ import annotations
+
+import os
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .losses import SURROGATES
+from .models import build_scorer
+from .quantiles import QUANTILE_ESTIMATORS
+from .training import (
+    OBJECTIVES,
+    TrainingDivergedError,
+    constraint_threshold,
+    objective_metric,
+    predict_scores,
+    train,
+)
+
+__all__ = ["QuantileClassifier", "DEFAULT_TARGETS"]
+
+DEFAULT_TARGETS = {"precision_at_recall": 0.95, "precision_at_rate": 0.05, "recall_at_fpr": 0.05}
+"""``target=None`` means these: the paper's synthetic recall, and a 5 % rate."""
+
+AUTO_FULL_BATCH_ROWS = 10_000
+"""``batch_size="auto"``: full-batch gradient descent up to this many rows, minibatches of 1000 above."""
+
+AUTO_VALIDATION_ROWS = 10_000
+"""``early_stopping="auto"``: a validation split above this many training rows, none below."""
+
+MIN_VALIDATION_ROWS_PER_CLASS = 4
+
+ONE_CLASS_MESSAGE = (
+    "`y` has only one class ({shown}); QuantileClassifier needs exactly two classes, and with one "
+    "there is nothing to rank. Check the labels or the split."
+)
+MULTICLASS_MESSAGE = (
+    "Only binary classification is supported. `y` has {count} classes ({shown}); binarise it "
+    "(one class against the rest) before fitting QuantileClassifier."
+)
+
+
+class QuantileClassifier(ClassifierMixin, BaseEstimator):
+    r"""A binary classifier trained for a rate-constrained operating point (Mackey, Luo & Eban 2018).
+
+    Minimises the quantile surrogate loss of ``objective`` by Algorithm 1 (SGD with momentum
+    on minibatches plus a minibatch of the threshold subset ``A``), then sets ``threshold_`` to
+    the exact empirical quantile on the training data, so that the constraint holds there.
+
+    ==========================  ==========================  ===========================
+    objective                   constraint (``target``)     loss
+    ==========================  ==========================  ===========================
+    ``"precision_at_recall"``   recall >= target            eq. (7)
+    ``"precision_at_rate"``     predicted pos. rate = target eq. (9) or (10) (``form``)
+    ``"recall_at_fpr"``         FPR <= target               Neyman-Pearson form
+    ==========================  ==========================  ===========================
+
+    Parameters
+    ----------
+    objective : {"precision_at_recall", "precision_at_rate", "recall_at_fpr"}, default="precision_at_recall"
+    target : float in (0, 1) or None, default=None
+        The recall, predicted positive rate or FPR; None means :data:`DEFAULT_TARGETS`.
+    form : {"fp", "tp"}, default="fp"
+        For ``precision_at_rate``: bound the false positives (eq. (9)) or the true positives (eq. (10)).
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or ``f(scores, level)``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` on the rank scale (the paper uses 0.05 and 0.08).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+    hidden_layer_sizes : tuple of int, default=()
+        Empty for the paper's linear model, else a ReLU multi-layer perceptron.
+    module_factory : callable or None, default=None
+        ``module_factory(n_features) -> torch.nn.Module`` mapping (n, d) to (n,) or (n, 1) scores;
+        overrides ``hidden_layer_sizes``.
+    alpha : float >= 0, default=1e-3
+        Weight decay (SGD's ``weight_decay``) on the weight matrices.
+    learning_rate : float > 0, default=0.1
+    momentum : float in [0, 1), default=0.9
+    batch_size : int, "auto" or None, default="auto"
+        None is full-batch; "auto" is full-batch up to 10,000 training rows, 1000 above.
+    subset_batch_size : int or None, default=None
+        Rows of ``A`` per step (Algorithm 1, step 2); None means ``batch_size``.
+    subset_from_batch : bool, default=False
+        Use ``A_b = X_b \cap A`` instead of a separate minibatch of ``A``.
+    max_epochs : int, default=200
+    n_restarts : int, default=3
+        Independent runs. Without early stopping the lowest training loss wins (the paper's
+        Q3); with it, the best validation metric (ties: the lower validation loss).
+    init : {"random", "logistic", "mixed"}, default="mixed"
+        "mixed" starts restart 0 from logistic regression's solution and the others at random.
+    early_stopping : bool or "auto", default="auto"
+        True: hold out ``validation_fraction`` of the rows (stratified), keep each restart's
+        epoch with the best validation metric (its start included; ties go to the lower
+        validation loss), stop after ``n_iter_no_change`` epochs without improvement, and
+        pick the restart with the best validation value. False: every row trains for all
+        ``max_epochs`` and the lowest training loss picks the restart (the paper's protocol).
+        "auto": True above 10,000 training rows (where minibatches are used and random starts
+        can land in poor minima), False below (where a validation split costs more data than
+        its noisy metric is worth); docs/estimator.md has the measurements behind this.
+    validation_fraction : float in (0, 1), default=0.2
+    n_iter_no_change : int, default=20
+    refit : bool, default=False
+        After early stopping, train the selected restart again from the same start on every
+        row (the validation rows included) for its best number of epochs; a logistic start
+        is refitted on every row too. Without it the model stays the one fitted without the
+        validation rows.
+    standardize : bool, default=True
+        Centre and scale the features internally (``coef_`` is reported in the original units).
+    random_state : int, RandomState or None, default=None
+    verbose : bool or int, default=False
+        Show a tqdm progress bar over epochs with the loss and the threshold.
+    device : str, default="cpu"
+        A torch device such as "cuda"; float64 on the CPU, float32 elsewhere.
+    checkpoint : str, path-like or None, default=None
+        Save training state here after every epoch; a fit with the same path resumes from it.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        ``classes_[1]`` is the positive class.
+    threshold_ : float
+        The decision threshold on the raw score ``f(x)``.
+    coef_ : ndarray of shape (1, n_features_in_)
+        Linear models only, in the original feature units.
+    intercept_ : ndarray of shape (1,)
+        Linear models only; ``X @ coef_.T + intercept_`` equals :meth:`decision_function`.
+    model_ : torch.nn.Module
+    loss_curve_ : list of float
+        Mean training loss per epoch of the selected restart.
+    validation_curve_ : list of float or None
+        Validation metric per epoch (entry 0 is the start).
+    restart_losses_ : list of float
+    train_loss_ : float
+    n_iter_ : int
+        Epochs run by the selected restart (before early stopping restored its best epoch).
+    best_epoch_ : int or None
+        The epoch kept by early stopping (0: the start), None without it.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    quantile_surrogate.training.train : the training loop, without scikit-learn.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> X, y = make_classification(500, weights=[0.9, 0.1], random_state=0)
+    >>> clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
+    >>> bool((clf.predict(X)[y == 1] == 1).mean() >= 0.9)  # the recall constraint on training data
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "target": [Interval(Real, 0, 1, closed="neither"), None],
+        "form": [StrOptions({"fp", "tp"})],
+        "quantile": [StrOptions(set(QUANTILE_ESTIMATORS)), callable],
+        "bandwidth": [Interval(Real, 0, None, closed="neither")],
+        "surrogate": [StrOptions(set(SURROGATES))],
+        "hidden_layer_sizes": ["array-like"],
+        "module_factory": [callable, None],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
+        "subset_batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "subset_from_batch": ["boolean"],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"random", "logistic", "mixed"})],
+        "early_stopping": ["boolean", StrOptions({"auto"})],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "refit": ["boolean"],
+        "standardize": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "device": [str, torch.device],
+        "checkpoint": [str, os.PathLike, None],
+    }
+
+    def __init__(
+        self,
+        objective="precision_at_recall",
+        target=None,
+        *,
+        form="fp",
+        quantile="kernel",
+        bandwidth=0.05,
+        surrogate="logistic",
+        hidden_layer_sizes=(),
+        module_factory=None,
+        alpha=1e-3,
+        learning_rate=0.1,
+        momentum=0.9,
+        batch_size="auto",
+        subset_batch_size=None,
+        subset_from_batch=False,
+        max_epochs=200,
+        n_restarts=3,
+        init="mixed",
+        early_stopping="auto",
+        validation_fraction=0.2,
+        n_iter_no_change=20,
+        refit=False,
+        standardize=True,
+        random_state=None,
+        verbose=False,
+        device="cpu",
+        checkpoint=None,
+    ):
+        self.objective = objective
+        self.target = target
+        self.form = form
+        self.quantile = quantile
+        self.bandwidth = bandwidth
+        self.surrogate = surrogate
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.module_factory = module_factory
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.momentum = momentum
+        self.batch_size = batch_size
+        self.subset_batch_size = subset_batch_size
+        self.subset_from_batch = subset_from_batch
+        self.max_epochs = max_epochs
+        self.n_restarts = n_restarts
+        self.init = init
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.refit = refit
+        self.standardize = standardize
+        self.random_state = random_state
+        self.verbose = verbose
+        self.device = device
+        self.checkpoint = checkpoint
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.allow_nan = False
+        return tags
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _target(self) -> float:
+        return DEFAULT_TARGETS[self.objective] if self.target is None else float(self.target)
+
+    def _torch_device(self) -> torch.device:
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError) as error:
+            raise ValueError(
+                f"`device` must name a torch device such as 'cpu' or 'cuda'; got {self.device!r}."
+            ) from error
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"`device` is {self.device!r} but torch sees no CUDA GPU; use device='cpu'.")
+        return device
+
+    def _hidden_sizes(self) -> tuple:
+        sizes = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
+            raise ValueError(
+                "`hidden_layer_sizes` must be a tuple of integers >= 1, e.g. (32, 16); "
+                f"got {self.hidden_layer_sizes!r}."
+            )
+        return sizes
+
+    def _as_tensor(self, X):
+        X = (X - self._mean) / self._scale
+        dtype = torch.float64 if self._device.type == "cpu" else torch.float32
+        return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=self._device)
+
+    def _raw_scores(self, X) -> np.ndarray:
+        return predict_scores(self.model_, self._as_tensor(X)).double().cpu().numpy()
+
+    def _early_stopping(self, n: int) -> bool:
+        if self.early_stopping == "auto":
+            return n > AUTO_VALIDATION_ROWS
+        return bool(self.early_stopping)
+
+    def _split(self, y01, seed):
+        """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split."""
+        n = y01.shape[0]
+        counts = np.bincount(y01, minlength=2)
+        n_val = int(round(self.validation_fraction * n))
+        if not self._early_stopping(n) or counts.min() < MIN_VALIDATION_ROWS_PER_CLASS or n_val < 2 or n - n_val < 2:
+            return np.arange(n), None
+        return train_test_split(np.arange(n), test_size=n_val, stratify=y01, random_state=seed)
+
+    # -- the estimator API -------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train on ``X`` of shape (n, d) and ``y`` of shape (n,) with exactly two classes; returns self."""
+        try:
+            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        except ValueError as error:
+            if "inconsistent numbers of samples" in str(error):
+                raise ValueError(f"`X` and `y` must have the same number of rows. {error}") from error
+            raise
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.shape[0] == 1:
+            raise ValueError(ONE_CLASS_MESSAGE.format(shown=self.classes_.tolist()))
+        if self.classes_.shape[0] > 2:
+            raise ValueError(MULTICLASS_MESSAGE.format(count=self.classes_.shape[0], shown=self.classes_[:5].tolist()))
+        y01 = (y == self.classes_[1]).astype(np.int64)
+        target = self._target()
+        hidden = self._hidden_sizes()
+        self._device = self._torch_device()
+        X = X.astype(np.float64)
+        if self.standardize:
+            self._mean = X.mean(axis=0)
+            scale = X.std(axis=0)
+            self._scale = np.where(scale > 0, scale, 1.0)
+        else:
+            self._mean, self._scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        random_state = self.random_state
+        seed = random_state if isinstance(random_state, Integral) else int(
+            check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        fit_rows, val_rows = self._split(y01, seed)
+        Xt = self._as_tensor(X)
+        yt = torch.as_tensor(y01, device=self._device)
+        n_features, module_factory = X.shape[1], self.module_factory
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = None if len(fit_rows) <= AUTO_FULL_BATCH_ROWS else 1000
+        validation = None if val_rows is None else (Xt[val_rows], yt[val_rows])
+        factory = lambda: build_scorer(n_features, hidden, module_factory)  # noqa: E731
+        common = dict(
+            objective=self.objective, target=target, form=self.form, quantile=self.quantile,
+            bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
+            momentum=self.momentum, weight_decay=self.alpha, batch_size=batch_size,
+            subset_batch_size=self.subset_batch_size, subset_from_batch=self.subset_from_batch,
+            random_state=seed, progress=bool(self.verbose),
+        )
+        result = train(
+            factory, Xt[fit_rows], yt[fit_rows], max_epochs=self.max_epochs, n_restarts=self.n_restarts,
+            init=self.init, early_stopping=self._early_stopping(len(y01)), n_iter_no_change=self.n_iter_no_change,
+            validation=validation, select="loss" if validation is None else "validation",
+            checkpoint=self.checkpoint, **common,
+        )
+        self.model_ = result.model
+        self.loss_curve_ = list(result.loss_curve)
+        self.validation_curve_ = result.validation_curve
+        self.restart_losses_ = list(result.restart_losses)
+        self.train_loss_ = result.loss
+        self.n_iter_ = result.n_iter
+        self.best_epoch_ = result.best_epoch
+        if validation is not None and self.refit:
+            # Same start, same number of epochs, every row: a validation split need not cost data.
+            if result.start == "logistic":
+                start, init = factory, "logistic"
+            else:
+                with torch.random.fork_rng(devices=[]):
+                    start = factory()
+                start.load_state_dict(result.initial_state)
+                init = "model"
+            refitted = train(start, Xt, yt, max_epochs=result.best_epoch, n_restarts=1, init=init, **common)
+            self.model_ = refitted.model
+            self.loss_curve_ = list(refitted.loss_curve)
+            self.train_loss_ = refitted.loss
+        scores = self._raw_scores(X)
+        if not np.isfinite(scores).all():
+            raise TrainingDivergedError(
+                f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
+                f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
+        self.threshold_ = constraint_threshold(scores, y01, objective=self.objective, target=target)
+        if isinstance(self.model_, torch.nn.Linear):
+            w = self.model_.weight.detach().double().cpu().numpy().reshape(1, -1) / self._scale
+            b = float(self.model_.bias.detach().double().cpu()) if self.model_.bias is not None else 0.0
+            self.coef_ = w
+            self.intercept_ = np.array([b - float(w[0] @ self._mean) - self.threshold_])
+        return self
+
+    def decision_function(self, X):
+        """``f(x) - threshold_``, shape (n,); positive means the positive class ``classes_[1]``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False).astype(np.float64)
+        return self._raw_scores(X) - self.threshold_
+
+    def predict(self, X):
+        """``classes_[1]`` where :meth:`decision_function` is > 0, else ``classes_[0]``."""
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+
+    def score(self, X, y, sample_weight=None):
+        """The objective's exact metric at ``target`` on ``(X, y)`` (what ``GridSearchCV`` maximises).
+
+        Precision at recall ``target``, precision at rate ``target`` or recall at FPR ``target``
+        (:mod:`quantile_surrogate.metrics`), computed from :meth:`decision_function`.
+        """
+        if sample_weight is not None:
+            raise ValueError("`sample_weight` is not supported by QuantileClassifier.score; pass None.")
+        check_is_fitted(self)
+        y = np.asarray(y)
+        y_true = (y == self.classes_[1]).astype(np.int64)
+        return objective_metric(y_true, self.decision_function(X), objective=self.objective, target=self._target())
