@@ -102,3 +102,14 @@ def test_synthetic_command_quick(tmp_path):
     lr = results[(results.method == "LR") & (results.recall == 0.9)].test.mean()
     assert q > lr + 0.1
     assert (tmp_path / "synthetic.png").exists()
+
+
+def test_label_evidence_prefers_class_g_on_ionosphere():
+    from quantile_surrogate.experiments.labels import candidate_labels, label_evidence
+
+    evidence = label_evidence("ionosphere", n_splits=3, grid=(0.1,))
+    assert evidence.label.iloc[0] == "class g positive"
+    assert evidence.set_index("label").loc["class b positive", "P@5%"] == 1.0
+    assert len(candidate_labels("housing")) == 5
+    with pytest.raises(ValueError, match="`dataset`"):
+        candidate_labels("cover")

@@ -39,9 +39,17 @@ def candidate_labels(dataset: str) -> dict:
     return out
 
 
-def label_evidence(dataset: str, *, n_splits: int = 100, n_jobs: int = 1, progress: bool = False) -> pd.DataFrame:
-    """LR's P@tau per candidate label, and its mean absolute difference from the paper's LR column."""
-    protocol = dataclasses.replace(PROTOCOLS[dataset], families=("LR",))
+def label_evidence(dataset: str, *, n_splits: int = 100, grid=None, n_jobs: int = 1,
+                   progress: bool = False) -> pd.DataFrame:
+    """LR's P@tau per candidate label, and its mean absolute difference from the paper's LR column.
+
+    ``grid`` overrides the values of ``C`` tried (the protocol's five by default).
+    """
+    protocol = PROTOCOLS[dataset]
+    grids = dict(protocol.grids)
+    if grid is not None:
+        grids["LR"] = ("C", tuple(grid))
+    protocol = dataclasses.replace(protocol, families=("LR",), grids=grids)
     paper = PAPER_TABLES[dataset]["LR"]
     rows = []
     for name, (X, y) in candidate_labels(dataset).items():
