@@ -26,6 +26,12 @@ DIVERGED_MESSAGE = (
 )
 
 
+MIN_GROUP_SUBSET_ROWS = 64
+"""With groups, each group's share of the separate minibatch of A is at least this many rows
+(at most ``subset_batch_size``; all of its rows of A if it has fewer): a rare group's quantile
+from a handful of rows would be mostly noise."""
+
+
 class TrainingDivergedError(FloatingPointError):
     """The training loss or a parameter became NaN or inf; no model is returned."""
 
@@ -94,7 +100,7 @@ def _restart_seeds(random_state, n_restarts):
 
 
 class _Trainer:
-    def __init__(self, config, model, X, labels, validation, validation_metric, callback, progress):
+    def __init__(self, config, model, X, labels, validation, validation_metric, callback, progress, groups=None):
         self.c = config
         self.template = model
         self.X, self.labels = X, labels
@@ -102,9 +108,12 @@ class _Trainer:
         self.subset_index = torch.nonzero(subset_mask(labels, config.objective)).reshape(-1)
         self.subset = subset_mask(labels, config.objective)
         self.subset_is_all = self.subset_index.numel() == self.n
+        self.groups = groups
+        self.subset_groups = None if groups is None else groups[self.subset_index]
         self.validation = validation
         self.metric = validation_metric or (
-            lambda yv, s: objective_metric(yv, s, objective=config.objective, target=config.target))
+            lambda yv, s, gv=None: objective_metric(yv, s, objective=config.objective, target=config.target,
+                                                    groups=gv))
         self.callback, self.progress = callback, progress
         self.cuda = X.device.type == "cuda"
 
@@ -125,9 +134,10 @@ class _Trainer:
         groups = [{"params": weights, "weight_decay": self.c.weight_decay}, {"params": others, "weight_decay": 0.0}]
         return torch.optim.SGD([g for g in groups if g["params"]], lr=self.c.learning_rate, momentum=self.c.momentum)
 
-    def loss(self, scores, labels, threshold_scores):
+    def loss(self, scores, labels, threshold_scores, groups=None, threshold_groups=None):
         return objective_loss(scores, labels, objective=self.c.objective, target=self.c.target,
-                              threshold_scores=threshold_scores, **self.c.loss_settings())
+                              threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups,
+                              **self.c.loss_settings())
 
     def diverged(self, restart, epoch):
         return TrainingDivergedError(DIVERGED_MESSAGE.format(
@@ -135,7 +145,7 @@ class _Trainer:
 
     def full_loss(self, model, restart) -> float:
         loss = training_loss(model, self.X, self.labels, objective=self.c.objective, target=self.c.target,
-                             **self.c.loss_settings())
+                             groups=self.groups, **self.c.loss_settings())
         if not math.isfinite(loss):
             raise self.diverged(restart, "end")
         return loss
@@ -146,59 +156,91 @@ class _Trainer:
         The exact metric at a small rate on a small validation set is coarse (the top 2 of
         21 rows, say) and often flat; the validation surrogate loss breaks its ties.
         """
-        X_val, y_val = self.validation
+        X_val, y_val = self.validation[:2]
+        g_val = self.validation[2] if len(self.validation) > 2 else None
         scores = predict_scores(model, X_val)
         if not bool(torch.isfinite(scores).all()):
             return [math.nan, math.nan]
         labels = y_val.bool()
-        loss = objective_loss(scores, labels, objective=self.c.objective, target=self.c.target,
-                              threshold_scores=scores[subset_mask(labels, self.c.objective)],
-                              **self.c.loss_settings()).loss
-        metric = self.metric(y_val.cpu().numpy().astype(np.int64), scores.double().cpu().numpy())
+        in_subset = subset_mask(labels, self.c.objective)
+        loss = self.loss(scores, labels, scores[in_subset], g_val,
+                         None if g_val is None else g_val[in_subset]).loss
+        arguments = (y_val.cpu().numpy().astype(np.int64), scores.double().cpu().numpy())
+        if g_val is not None:
+            arguments += (g_val.cpu().numpy(),)
+        metric = self.metric(*arguments)
         if self.c.monitor == "loss":
             return [-float(loss), float(metric)]
         return [float(metric), -float(loss)]
 
+    def subset_batches(self, n_batches, subset_size, generator):
+        """Step 2 of Algorithm 1: ``n_batches`` index tensors into X of rows of A, each a pass-wise reshuffled draw.
+
+        With groups, each group of A is drawn on its own: its share of ``subset_size``, at
+        least ``min(MIN_GROUP_SUBSET_ROWS, subset_size)`` rows (all of its rows if it has
+        fewer), so that every group's threshold has rows in every step.
+        """
+        if self.groups is None:
+            return self._stream(self.subset_index, n_batches, subset_size, generator)
+        n_subset = self.subset_index.numel()
+        parts = []
+        for g in torch.unique(self.subset_groups).tolist():
+            index = self.subset_index[self.subset_groups == g]
+            share = max(math.ceil(subset_size * index.numel() / n_subset), min(MIN_GROUP_SUBSET_ROWS, subset_size))
+            parts.append(self._stream(index, n_batches, share, generator))
+        return [torch.cat(rows) for rows in zip(*parts)]
+
+    def _stream(self, index, n_batches, size, generator):
+        n = index.numel()
+        if size >= n:
+            return [index] * n_batches
+        # A stream of passes over the rows, reshuffled each pass.
+        repeats = math.ceil(n_batches * size / n)
+        stream = torch.cat([torch.randperm(n, generator=generator) for _ in range(repeats)])
+        return list(index[stream.to(index.device)].split(size))[:n_batches]
+
     def epoch(self, model, optimizer, generator):
-        """One pass over the data; returns (mean minibatch loss, last threshold) as floats."""
-        c, X, labels = self.c, self.X, self.labels
+        """One pass over the data; returns (mean minibatch loss, last threshold(s)) as floats."""
+        c, X, labels, groups = self.c, self.X, self.labels, self.groups
         if c.batch_size is None or c.batch_size >= self.n:
             optimizer.zero_grad()
             scores = model(X).reshape(-1)
-            out = self.loss(scores, labels, scores if self.subset_is_all else scores[self.subset_index])
+            if self.subset_is_all:
+                out = self.loss(scores, labels, scores, groups, groups)
+            else:
+                out = self.loss(scores, labels, scores[self.subset_index], groups, self.subset_groups)
             out.loss.backward()
             optimizer.step()
-            return float(out.loss.detach()), float(out.threshold.detach())
+            return float(out.loss.detach()), _as_floats(out.threshold)
         batches = torch.randperm(self.n, generator=generator).split(c.batch_size)
-        n_subset = self.subset_index.numel()
-        subset_size = c.subset_batch_size or c.batch_size
         if not c.subset_from_batch:
-            if subset_size >= n_subset:
-                subset_batches = [self.subset_index] * len(batches)
-            else:
-                # Step 2 of Algorithm 1: a stream of passes over A, reshuffled each pass.
-                repeats = math.ceil(len(batches) * subset_size / n_subset)
-                stream = torch.cat([torch.randperm(n_subset, generator=generator) for _ in range(repeats)])
-                subset_batches = self.subset_index[stream.to(X.device)].split(subset_size)
+            subset_batches = self.subset_batches(len(batches), c.subset_batch_size or c.batch_size, generator)
         total = torch.zeros((), dtype=X.dtype, device=X.device)
         threshold = torch.full((), float("nan"))
         for b, rows in enumerate(batches):
             rows = rows.to(X.device)
             optimizer.zero_grad()
+            batch_groups = reference_groups = None
             if c.subset_from_batch:
                 scores = model(X[rows]).reshape(-1)
-                reference = scores[self.subset[rows]]
+                in_subset = self.subset[rows]
+                reference = scores[in_subset]
+                if groups is not None:
+                    batch_groups = groups[rows]
+                    reference_groups = batch_groups[in_subset]
             else:
                 # One forward pass over both minibatches.
                 both = model(torch.cat([X[rows], X[subset_batches[b]]])).reshape(-1)
                 scores, reference = both[: rows.numel()], both[rows.numel():]
-            out = self.loss(scores, labels[rows], reference)
+                if groups is not None:
+                    batch_groups, reference_groups = groups[rows], groups[subset_batches[b]]
+            out = self.loss(scores, labels[rows], reference, batch_groups, reference_groups)
             out.loss.backward()
             optimizer.step()
             total = total + out.loss.detach()
             if reference.numel():
                 threshold = out.threshold.detach()
-        return float(total) / len(batches), float(threshold)
+        return float(total) / len(batches), _as_floats(threshold)
 
     # -- the restart loop -----------------------------------------------------------------
     def run(self, random_state, checkpoint) -> TrainResult:
@@ -212,7 +254,9 @@ class _Trainer:
             raise ValueError(f"`model` must map (n, d) inputs to (n,) or (n, 1) scores; got shape {shape} for n=2.")
         key, state = None, None
         if checkpoint is not None:
-            key = fingerprint(c, self.X, self.labels, self.validation, random_state, repr(probe))
+            # Groups join the hashed tensors; without them the key is what it was before groups existed.
+            hashed = tuple(self.validation or ()) + (() if self.groups is None else (self.groups,))
+            key = fingerprint(c, self.X, self.labels, hashed or None, random_state, repr(probe))
             state = load_checkpoint(checkpoint, key)
         if state is None:
             state = {"key": key, "seeds": seeds, "restart": 0, "restart_losses": [], "best": None,
@@ -273,7 +317,7 @@ class _Trainer:
             run["loss_curve"].append(loss)
             stop = self.monitor(model, run, loss, epoch, r)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss:.4g}", threshold=f"{threshold:.4g}")
+            bar.set_postfix(loss=f"{loss:.4g}", threshold=_format_threshold(threshold))
             if checkpoint is not None:
                 run.update(model=model.state_dict(), optimizer=optimizer.state_dict(),
                            generator=generator.get_state(), torch_rng=torch.get_rng_state(),
@@ -322,3 +366,15 @@ class _Trainer:
                 run["best_value"] = loss
         run["bad_epochs"] = 0 if improved else run["bad_epochs"] + 1
         return c.early_stopping and run["bad_epochs"] >= c.n_iter_no_change
+
+
+def _as_floats(threshold: torch.Tensor):
+    """A 0-d threshold as a float; per-group thresholds (shape (G,)) as a tuple of floats."""
+    threshold = threshold.detach().cpu()
+    return float(threshold) if threshold.ndim == 0 else tuple(float(t) for t in threshold)
+
+
+def _format_threshold(threshold) -> str:
+    if isinstance(threshold, tuple):
+        return "(" + ", ".join(f"{t:.3g}" for t in threshold[:4]) + (", ...)" if len(threshold) > 4 else ")")
+    return f"{threshold:.4g}"

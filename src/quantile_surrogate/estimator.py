@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 from .losses import SURROGATES
 from .models import build_scorer
 from .quantiles import QUANTILE_ESTIMATORS
@@ -27,8 +28,10 @@ from .training import (
     OBJECTIVES,
     TrainingDivergedError,
     constraint_threshold,
+    group_constraint_thresholds,
     objective_metric,
     predict_scores,
+    subset_mask,
     train,
 )
 
@@ -133,12 +136,20 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (2,)
         ``classes_[1]`` is the positive class.
-    threshold_ : float
-        The decision threshold on the raw score ``f(x)``.
+    threshold_ : float, or ndarray of shape (n_groups,) when fitted with ``groups``
+        The decision threshold on the raw score ``f(x)``; with groups, one per entry of ``groups_``
+        (the same array as ``group_thresholds_``).
+    groups_ : ndarray of shape (n_groups,) or None
+        The sorted group labels seen in ``fit(X, y, groups=...)``; None without groups.
+    group_thresholds_ : ndarray of shape (n_groups,) or None
+        Each group's threshold, the exact empirical quantile on that group's training rows, so
+        the constraint holds in every group there; None without groups.
     coef_ : ndarray of shape (1, n_features_in_)
         Linear models only, in the original feature units.
     intercept_ : ndarray of shape (1,)
         Linear models only; ``X @ coef_.T + intercept_`` equals :meth:`decision_function`.
+        With groups the thresholds are not in it: ``decision_function(X, groups)`` is
+        ``X @ coef_.T + intercept_ - group_thresholds_[code of the row's group]``.
     model_ : torch.nn.Module
     loss_curve_ : list of float
         Mean training loss per epoch of the selected restart.
@@ -164,6 +175,14 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
     >>> clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
     >>> bool((clf.predict(X)[y == 1] == 1).mean() >= 0.9)  # the recall constraint on training data
     True
+
+    Group-wise constraints (equal opportunity: recall >= 0.9 in each group):
+
+    >>> groups = np.where(X[:, 0] > 0, "a", "b")
+    >>> clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y, groups=groups)
+    >>> predicted = clf.predict(X, groups=groups) == 1
+    >>> [bool(predicted[(y == 1) & (groups == g)].mean() >= 0.9) for g in clf.groups_]
+    [True, True]
     """
 
     _parameter_constraints: dict = {
@@ -295,19 +314,44 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
             return n > AUTO_VALIDATION_ROWS
         return bool(self.early_stopping)
 
-    def _split(self, y01, seed):
-        """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split."""
+    def _split(self, y01, seed, codes=None, in_subset=None):
+        """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split.
+
+        With group codes the split is stratified by (class, group), so every group keeps its
+        rows of A on both sides; a (class, group) cell with fewer than
+        MIN_VALIDATION_ROWS_PER_CLASS rows means no split.
+        """
         n = y01.shape[0]
-        counts = np.bincount(y01, minlength=2)
+        if codes is None:
+            counts = np.bincount(y01, minlength=2)
+        else:
+            y01 = y01 + 2 * codes  # the stratum: (class, group); an empty cell is no constraint
+            counts = np.bincount(y01)
+            counts = counts[counts > 0]
         n_val = int(round(self.validation_fraction * n))
         if not self._early_stopping(n) or counts.min() < MIN_VALIDATION_ROWS_PER_CLASS or n_val < 2 or n - n_val < 2:
             return np.arange(n), None
-        return train_test_split(np.arange(n), test_size=n_val, stratify=y01, random_state=seed)
+        fit_rows, val_rows = train_test_split(np.arange(n), test_size=n_val, stratify=y01, random_state=seed)
+        if codes is not None:
+            # Rounding can leave a small group's rows of A all on one side; then its threshold is undefined there.
+            for rows in (fit_rows, val_rows):
+                if len(np.unique(codes[rows][in_subset[rows]])) < len(np.unique(codes)):
+                    return np.arange(n), None
+        return fit_rows, val_rows
 
     # -- the estimator API -------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Train on ``X`` of shape (n, d) and ``y`` of shape (n,) with exactly two classes; returns self."""
+    def fit(self, X, y, groups=None):
+        """Train on ``X`` of shape (n, d) and ``y`` of shape (n,) with exactly two classes; returns self.
+
+        ``groups`` (optional, shape (n,), any labels such as strings or integers) asks for the
+        constraint in every group: each group's rows are compared with their own threshold
+        ``q(f(A \\cap G_g), 1 - target)`` in the loss (:func:`~quantile_surrogate.losses.rate_constrained_loss`
+        with ``groups``) and in ``group_thresholds_``. With ``precision_at_rate`` that is the
+        same predicted positive rate in every group (demographic parity), with
+        ``precision_at_recall`` recall >= target in every group (equal opportunity), with
+        ``recall_at_fpr`` FPR <= target in every group. Every group needs a row of A.
+        """
         try:
             X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
         except ValueError as error:
@@ -321,6 +365,16 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
         if self.classes_.shape[0] > 2:
             raise ValueError(MULTICLASS_MESSAGE.format(count=self.classes_.shape[0], shown=self.classes_[:5].tolist()))
         y01 = (y == self.classes_[1]).astype(np.int64)
+        codes = in_subset = None
+        self.groups_ = self.group_thresholds_ = None
+        if groups is not None:
+            group_labels, codes = encode_groups(groups, len(y01))
+            in_subset = subset_mask(torch.as_tensor(y01), self.objective).numpy()
+            for g, label in enumerate(group_labels):
+                if not in_subset[codes == g].any():
+                    raise ValueError(GROUP_WITHOUT_SUBSET_MESSAGE.format(
+                        group=label.item() if hasattr(label, "item") else label,
+                        subset=OBJECTIVES[self.objective]["subset"], objective=self.objective))
         target = self._target()
         hidden = self._hidden_sizes()
         self._device = self._torch_device()
@@ -334,14 +388,17 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
         random_state = self.random_state
         seed = random_state if isinstance(random_state, Integral) else int(
             check_random_state(random_state).randint(np.iinfo(np.int32).max))
-        fit_rows, val_rows = self._split(y01, seed)
+        fit_rows, val_rows = self._split(y01, seed, codes, in_subset)
         Xt = self._as_tensor(X)
         yt = torch.as_tensor(y01, device=self._device)
+        gt = None if codes is None else torch.as_tensor(codes, device=self._device)
         n_features, module_factory = X.shape[1], self.module_factory
         batch_size = self.batch_size
         if batch_size == "auto":
             batch_size = None if len(fit_rows) <= AUTO_FULL_BATCH_ROWS else 1000
         validation = None if val_rows is None else (Xt[val_rows], yt[val_rows])
+        if validation is not None and gt is not None:
+            validation += (gt[val_rows],)
         factory = lambda: build_scorer(n_features, hidden, module_factory)  # noqa: E731
         common = dict(
             objective=self.objective, target=target, form=self.form, quantile=self.quantile,
@@ -351,7 +408,8 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
             random_state=seed, progress=bool(self.verbose),
         )
         result = train(
-            factory, Xt[fit_rows], yt[fit_rows], max_epochs=self.max_epochs, n_restarts=self.n_restarts,
+            factory, Xt[fit_rows], yt[fit_rows], groups=None if gt is None else gt[fit_rows],
+            max_epochs=self.max_epochs, n_restarts=self.n_restarts,
             init=self.init, early_stopping=self._early_stopping(len(y01)), n_iter_no_change=self.n_iter_no_change,
             validation=validation, select="loss" if validation is None else "validation",
             checkpoint=self.checkpoint, **common,
@@ -372,7 +430,8 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
                     start = factory()
                 start.load_state_dict(result.initial_state)
                 init = "model"
-            refitted = train(start, Xt, yt, max_epochs=result.best_epoch, n_restarts=1, init=init, **common)
+            refitted = train(start, Xt, yt, groups=gt, max_epochs=result.best_epoch, n_restarts=1, init=init,
+                             **common)
             self.model_ = refitted.model
             self.loss_curve_ = list(refitted.loss_curve)
             self.train_loss_ = refitted.loss
@@ -381,34 +440,53 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
             raise TrainingDivergedError(
                 f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
                 f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
-        self.threshold_ = constraint_threshold(scores, y01, objective=self.objective, target=target)
+        if codes is None:
+            self.threshold_ = constraint_threshold(scores, y01, objective=self.objective, target=target)
+        else:
+            self.groups_ = group_labels
+            self.group_thresholds_ = group_constraint_thresholds(
+                scores, y01, codes, objective=self.objective, target=target, n_groups=len(group_labels))
+            self.threshold_ = self.group_thresholds_
         if isinstance(self.model_, torch.nn.Linear):
             w = self.model_.weight.detach().double().cpu().numpy().reshape(1, -1) / self._scale
             b = float(self.model_.bias.detach().double().cpu()) if self.model_.bias is not None else 0.0
             self.coef_ = w
-            self.intercept_ = np.array([b - float(w[0] @ self._mean) - self.threshold_])
+            self.intercept_ = np.array([b - float(w[0] @ self._mean) - (self.threshold_ if codes is None else 0.0)])
         return self
 
-    def decision_function(self, X):
-        """``f(x) - threshold_``, shape (n,); positive means the positive class ``classes_[1]``."""
+    def decision_function(self, X, groups=None):
+        """``f(x) - threshold_``, shape (n,); positive means the positive class ``classes_[1]``.
+
+        A model fitted with ``groups`` needs ``groups`` here too (labels seen in fit), and
+        each row is compared with its group's threshold: ``f(x) - group_thresholds_[g(x)]``.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False).astype(np.float64)
-        return self._raw_scores(X) - self.threshold_
+        codes = group_codes(getattr(self, "groups_", None), groups, X.shape[0])
+        threshold = self.threshold_ if codes is None else self.group_thresholds_[codes]
+        return self._raw_scores(X) - threshold
 
-    def predict(self, X):
+    def predict(self, X, groups=None):
         """``classes_[1]`` where :meth:`decision_function` is > 0, else ``classes_[0]``."""
         check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+        return self.classes_[(self.decision_function(X, groups=groups) > 0).astype(np.int64)]
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X, y, sample_weight=None, groups=None):
         """The objective's exact metric at ``target`` on ``(X, y)`` (what ``GridSearchCV`` maximises).
 
         Precision at recall ``target``, precision at rate ``target`` or recall at FPR ``target``
-        (:mod:`quantile_surrogate.metrics`), computed from :meth:`decision_function`.
+        (:mod:`quantile_surrogate.metrics`), computed from :meth:`decision_function`. With
+        ``groups`` (a model fitted with groups): the metric with the constraint met in every
+        group, each at its own exact threshold on these rows
+        (:func:`~quantile_surrogate.objectives.objective_metric`).
         """
         if sample_weight is not None:
             raise ValueError("`sample_weight` is not supported by QuantileClassifier.score; pass None.")
         check_is_fitted(self)
         y = np.asarray(y)
         y_true = (y == self.classes_[1]).astype(np.int64)
-        return objective_metric(y_true, self.decision_function(X), objective=self.objective, target=self._target())
+        X_checked = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        codes = group_codes(getattr(self, "groups_", None), groups, X_checked.shape[0])
+        return objective_metric(y_true, self.decision_function(X, groups=groups), objective=self.objective,
+                                target=self._target(), groups=codes,
+                                names=None if codes is None else self.groups_.tolist())

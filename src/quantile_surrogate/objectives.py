@@ -22,6 +22,7 @@ __all__ = [
     "objective_loss",
     "objective_metric",
     "constraint_threshold",
+    "group_constraint_thresholds",
     "predict_scores",
     "training_loss",
 ]
@@ -46,14 +47,22 @@ def subset_mask(labels: torch.Tensor, objective: str) -> torch.Tensor:
 
 
 def objective_loss(scores, labels, *, objective, target, threshold_scores=None, form="fp",
-                   quantile="kernel", bandwidth=0.05, surrogate="logistic", validate_args=False):
+                   quantile="kernel", bandwidth=0.05, surrogate="logistic", validate_args=False,
+                   groups=None, threshold_groups=None):
     """The objective's loss from :mod:`quantile_surrogate.losses`, as ``QuantileLossOutput(loss, threshold)``.
 
     ``threshold_scores`` are scores of rows of ``A``; if None the threshold is estimated from
-    ``scores[A]`` (``A_b = X_b \\cap A``).
+    ``scores[A]`` (``A_b = X_b \\cap A``). With ``groups`` (integer codes of ``scores``' rows)
+    and ``threshold_groups`` (codes of ``threshold_scores``), every group gets its own
+    threshold and the returned threshold has shape (G,) (see
+    :func:`~quantile_surrogate.losses.rate_constrained_loss`).
     """
     common = dict(threshold_scores=threshold_scores, quantile=quantile, bandwidth=bandwidth,
                   surrogate=surrogate, return_threshold=True, validate_args=validate_args)
+    if groups is not None:
+        common["groups"] = groups
+        if threshold_scores is not None:
+            common["threshold_groups"] = threshold_groups
     if objective == "precision_at_recall":
         return precision_at_recall_loss(scores, labels, recall=target, **common)
     if objective == "precision_at_rate":
@@ -61,9 +70,29 @@ def objective_loss(scores, labels, *, objective, target, threshold_scores=None, 
     return recall_at_fpr_loss(scores, labels, fpr=target, **common)
 
 
-def objective_metric(y_true, y_score, *, objective: str, target: float) -> float:
-    """The exact metric of ``objective`` at ``target`` (:mod:`quantile_surrogate.metrics`)."""
-    return OBJECTIVES[objective]["metric"](y_true, y_score, target)
+def objective_metric(y_true, y_score, *, objective: str, target: float, groups=None, names=None) -> float:
+    """The exact metric of ``objective`` at ``target`` (:mod:`quantile_surrogate.metrics`).
+
+    With ``groups`` (integer codes, one per row) the constraint is met in every group: each
+    group's rows are thresholded at :func:`constraint_threshold` on that group, and the metric
+    is read off the pooled predictions ``score > theta_g``: precision for
+    ``precision_at_recall`` and ``precision_at_rate``, recall for ``recall_at_fpr`` (0.0 if
+    nothing is predicted positive, or no row is positive). Unlike the ungrouped metrics this
+    is the value at the constraint thresholds, not the best over all thresholds that meet it:
+    with several groups the best joint choice is a combinatorial problem. ``names`` (the
+    group labels, indexed by code) are only for error messages.
+    """
+    if groups is None:
+        return OBJECTIVES[objective]["metric"](y_true, y_score, target)
+    y_true = np.asarray(y_true) == 1
+    y_score = np.asarray(y_score, dtype=np.float64)
+    groups = np.asarray(groups)
+    thresholds = group_constraint_thresholds(y_score, y_true, groups, objective=objective, target=target,
+                                             n_groups=None if names is None else len(names), names=names)
+    predicted = y_score > thresholds[groups]
+    if objective == "recall_at_fpr":
+        return float(predicted[y_true].mean()) if y_true.any() else 0.0
+    return float(y_true[predicted].mean()) if predicted.any() else 0.0
 
 
 def constraint_threshold(scores, labels, *, objective: str, target: float) -> float:
@@ -98,6 +127,34 @@ def constraint_threshold(scores, labels, *, objective: str, target: float) -> fl
     return float((u + lower.max()) / 2 if lower.size else u - 1.0)
 
 
+def group_constraint_thresholds(scores, labels, groups, *, objective: str, target: float,
+                                n_groups: int | None = None, names=None) -> np.ndarray:
+    """:func:`constraint_threshold` on each group's rows: ``theta_g``, shape (n_groups,).
+
+    ``groups`` are integer codes 0..G-1, one per row. Each group's threshold meets the
+    constraint exactly on that group's rows (recall >= target among its positives, the same
+    predicted positive rate ``ceil(target n_g) / n_g``, or FPR <= target among its
+    negatives). A code with no row at all gets NaN; a group with rows but none of ``A``
+    raises ``ValueError`` naming it (``names[g]`` if given, else its code).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(labels)
+    groups = np.asarray(groups)
+    n_groups = int(groups.max()) + 1 if n_groups is None else int(n_groups)
+    thresholds = np.full(n_groups, np.nan)
+    for g in range(n_groups):
+        rows = groups == g
+        if not rows.any():
+            continue
+        try:
+            thresholds[g] = constraint_threshold(scores[rows], labels[rows], objective=objective, target=target)
+        except ValueError as error:
+            name = g if names is None else names[g]
+            raise ValueError(f"Group {name!r}: {error} Each group needs a row of A "
+                             f"({OBJECTIVES[objective]['subset']}).") from error
+    return thresholds
+
+
 @torch.no_grad()
 def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 65536) -> torch.Tensor:
     """Raw scores ``f(X)`` of shape (n,), in eval mode and without autograd, in chunks of ``batch_size``."""
@@ -112,9 +169,16 @@ def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 6
 
 
 @torch.no_grad()
-def training_loss(model, X, y, *, objective, target, **settings) -> float:
-    """Full-batch loss of ``model`` on ``(X, y)`` with the threshold from all of ``A`` (restart selection)."""
-    scores = predict_scores(model, X, batch_size=None)
+def training_loss(model, X, y, *, objective, target, groups=None, **settings) -> float:
+    """Full-batch loss of ``model`` on ``(X, y)`` with the threshold from all of ``A`` (restart selection).
+
+    The scores are computed in chunks (:func:`predict_scores`), so no activation of the
+    whole data set is held at once. ``groups``: integer group codes, one per row (each
+    group gets its own threshold from its rows of ``A``).
+    """
+    scores = predict_scores(model, X)
     labels = y.bool()
+    in_subset = subset_mask(labels, objective)
+    extra = {} if groups is None else dict(groups=groups, threshold_groups=groups[in_subset])
     return float(objective_loss(scores, labels, objective=objective, target=target,
-                                threshold_scores=scores[subset_mask(labels, objective)], **settings).loss)
+                                threshold_scores=scores[in_subset], **extra, **settings).loss)

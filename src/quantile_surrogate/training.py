@@ -24,12 +24,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ._loop import TrainingDivergedError, TrainResult, _Config, _Trainer
+from ._loop import MIN_GROUP_SUBSET_ROWS, TrainingDivergedError, TrainResult, _Config, _Trainer
 from ._validation import check_bandwidth, check_option, check_target
 from .losses import SURROGATES
 from .objectives import (
     OBJECTIVES,
     constraint_threshold,
+    group_constraint_thresholds,
     objective_loss,
     objective_metric,
     predict_scores,
@@ -41,12 +42,14 @@ from .quantiles import resolve_quantile
 __all__ = [
     "OBJECTIVES",
     "INITS",
+    "MIN_GROUP_SUBSET_ROWS",
     "TrainResult",
     "TrainingDivergedError",
     "train",
     "objective_loss",
     "objective_metric",
     "constraint_threshold",
+    "group_constraint_thresholds",
     "subset_mask",
     "training_loss",
     "predict_scores",
@@ -72,17 +75,48 @@ def _check_count(value, name):
     return int(value)
 
 
+FINITE_CHECK_VALUES = 1 << 22
+"""Values per chunk of the NaN/inf check (32 MiB of float64). ``torch.isfinite(X)`` builds
+temporaries as large as its input (``|X|`` and masks): 1.4x the size of X measured on all of
+a float64 X, about 2x this chunk done in chunks."""
+
+
 def _check_data(X, y, name_x="X", name_y="y"):
     if not isinstance(X, torch.Tensor) or not X.is_floating_point() or X.ndim != 2:
         raise ValueError(f"`{name_x}` must be a 2-D floating point torch.Tensor of shape (n, d).")
-    if not bool(torch.isfinite(X).all()):
-        raise ValueError(f"`{name_x}` contains NaN or inf; impute or drop those rows first.")
+    # In chunks of rows: isfinite on all of X at once would hold the data (and more) a second time.
+    for chunk in X.split(max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))):
+        if not bool(torch.isfinite(chunk).all()):
+            raise ValueError(f"`{name_x}` contains NaN or inf; impute or drop those rows first.")
     if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"`{name_y}` must be a 1-D tensor with one label per row of `{name_x}` ({X.shape[0]}).")
     values = torch.unique(y)
     if not bool(((values == 0) | (values == 1)).all()):
         raise ValueError(f"`{name_y}` must be binary in {{0, 1}}; got values {values[:6].tolist()}.")
     return y.bool()
+
+
+def _check_groups(groups, labels, objective, name="groups"):
+    """Integer group codes, one per row, each group with a row of ``A``; returned as int64 on ``labels``' device."""
+    if not isinstance(groups, torch.Tensor) or groups.dtype == torch.bool or groups.is_floating_point() \
+            or groups.is_complex():
+        raise TypeError(f"`{name}` must be an integer torch.Tensor of group codes 0..G-1; encode labels with "
+                        "numpy.unique(..., return_inverse=True) (QuantileClassifier.fit does this for you).")
+    if groups.ndim != 1 or groups.shape[0] != labels.shape[0]:
+        raise ValueError(f"`{name}` has shape {tuple(groups.shape)}; it needs one group code per row "
+                         f"({labels.shape[0]}).")
+    groups = groups.to(device=labels.device, dtype=torch.int64)
+    if groups.numel() and int(groups.min()) < 0:
+        raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}.")
+    present = torch.unique(groups)
+    covered = torch.unique(groups[subset_mask(labels, objective)])
+    missing = sorted(set(present.tolist()) - set(covered.tolist()))
+    if missing:
+        raise ValueError(
+            f"Group {missing[0]} in `{name}` has no row of the subset A ({OBJECTIVES[objective]['subset']}) "
+            f"for {objective!r}, so its threshold is undefined; merge it with another group or drop its rows"
+            + (f" (groups without A: {missing[:6]})." if len(missing) > 1 else "."))
+    return groups
 
 
 def train(
@@ -109,7 +143,8 @@ def train(
     early_stopping: bool = False,
     n_iter_no_change: int = 10,
     tol: float = 1e-4,
-    validation: tuple[torch.Tensor, torch.Tensor] | None = None,
+    groups: torch.Tensor | None = None,
+    validation: tuple | None = None,
     validation_metric: Callable | None = None,
     select: str = "loss",
     monitor: str = "metric",
@@ -158,13 +193,24 @@ def train(
     init : {"random", "logistic", "mixed", "model"}
         See :data:`INITS`. The logistic start fits the model by penalised maximum likelihood
         with ``init_alpha`` (default ``1 / n``: ``LogisticRegression(C=1)`` for a linear model).
+    groups : integer Tensor of shape (n,), optional
+        Group codes 0..G-1. Each group gets its own threshold ``q(f(A \cap G_g), 1 - target)``,
+        so the constraint is trained to hold in every group: the same predicted positive rate
+        (``precision_at_rate``, demographic parity), recall >= target (``precision_at_recall``,
+        equal opportunity) or FPR <= target (``recall_at_fpr``) in each. The separate minibatch
+        of ``A`` then carries its rows' codes, and every group gets its share of
+        ``subset_batch_size``, at least ``min(MIN_GROUP_SUBSET_ROWS, subset_batch_size)`` rows
+        (all of its rows of ``A`` if it has fewer). Every group must have a row of ``A``.
     early_stopping : bool
         Stop a restart when the monitored value has not improved for ``n_iter_no_change``
         epochs: the validation metric if ``validation`` is given (and then the best epoch's
         parameters are restored), else the epoch training loss (improvement by more than ``tol``).
-    validation : (X_val, y_val), optional
+    validation : (X_val, y_val) or, with ``groups``, (X_val, y_val, groups_val), optional
         Held-out rows on which ``validation_metric(y_val, scores)`` (default: the objective's
         exact metric at ``target``) is measured after every epoch and at the start (epoch 0).
+        With groups it is called as ``validation_metric(y_val, scores, groups_val)``, and the
+        default is the metric at every group's own constraint threshold
+        (:func:`~quantile_surrogate.objectives.objective_metric` with ``groups``).
     select : {"loss", "validation"}
         How restarts are compared: full-batch training loss (the paper), or the validation
         value below (needs ``validation``).
@@ -218,9 +264,18 @@ def train(
     labels = _check_data(X, y)
     if not bool(subset_mask(labels, objective).any()):
         raise ValueError(f"`y` has no row of the subset A ({OBJECTIVES[objective]['subset']}) for {objective!r}.")
+    if groups is not None:
+        groups = _check_groups(groups, labels, objective)
     if validation is not None:
-        _check_data(*validation, "validation[0]", "validation[1]")
+        validation = tuple(validation)
+        if len(validation) != (2 if groups is None else 3):
+            raise ValueError("`validation` must be (X_val, y_val)" + (
+                "; with `groups`, (X_val, y_val, groups_val)." if groups is not None else
+                "; pass validation groups only together with `groups=`."))
+        val_labels = _check_data(*validation[:2], "validation[0]", "validation[1]")
+        if groups is not None:
+            validation = validation[:2] + (_check_groups(validation[2], val_labels, objective, "validation[2]"),)
     if select == "validation" and validation is None:
         raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
-    trainer = _Trainer(config, model, X, labels, validation, validation_metric, callback, progress)
+    trainer = _Trainer(config, model, X, labels, validation, validation_metric, callback, progress, groups)
     return trainer.run(random_state, checkpoint)
