@@ -16,7 +16,7 @@ objective's metric at ``target`` from :mod:`quantile_surrogate.metrics`.
   precision_at_recall (and precision_at_rate, a weak extension).
 """
 
-from ._base import OBJECTIVES, RateBaseline, training_threshold
+from ._base import OBJECTIVES, RateBaseline
 from .aatp import AccuracyAtTheTop
 from .eban import LagrangianBaseline
 from .kar import KarAverageSurrogate, prec_at_k_avg_surrogate
@@ -27,7 +27,6 @@ __all__ = [
     "REGULARIZATION",
     "OBJECTIVES",
     "RateBaseline",
-    "training_threshold",
     "LogisticRegressionBaseline",
     "AccuracyAtTheTop",
     "KarAverageSurrogate",

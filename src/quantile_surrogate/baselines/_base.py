@@ -20,7 +20,6 @@ The positive class is ``classes_[1]``, the larger label in sorted order (1 for {
 
 from __future__ import annotations
 
-import math
 from numbers import Real
 
 import numpy as np
@@ -30,8 +29,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import metrics
+from ..objectives import constraint_threshold
 
-__all__ = ["RateBaseline", "OBJECTIVES", "training_threshold", "NOT_BINARY_MESSAGE"]
+__all__ = ["RateBaseline", "OBJECTIVES", "NOT_BINARY_MESSAGE"]
 
 # objective name -> the metric that `score` reports, called as metric(y01, scores, target)
 OBJECTIVES = {
@@ -44,67 +44,6 @@ NOT_BINARY_MESSAGE = (
     "Only binary classification is supported by {name}; `y` has {count} classes ({classes}). "
     "Map the class of interest to 1 and every other class to 0."
 )
-
-
-def _round_count(value: float) -> float:
-    # Float noise such as 0.95 * 20 = 18.999999999999996 must not move a count.
-    return round(value, 6)
-
-
-def _threshold_keeping_at_least(scores: np.ndarray, k: int) -> float:
-    """The largest ``t`` among ``scores`` (or just below their minimum) with ``#{s > t} >= k``."""
-    ordered = np.sort(scores)
-    n = ordered.shape[0]
-    if k <= 0:
-        return float(ordered[-1])
-    # Walk down from the (k+1)-th largest score until no score tied with it is above k.
-    index = n - k - 1
-    while index >= 0 and ordered[index] == ordered[index + 1]:
-        index -= 1
-    if index < 0:
-        return float(np.nextafter(ordered[0], -np.inf))
-    return float(ordered[index])
-
-
-def _threshold_keeping_at_most(scores: np.ndarray, m: int) -> float:
-    """The smallest ``t`` among ``scores`` with ``#{s > t} <= m``."""
-    ordered = np.sort(scores)
-    n = ordered.shape[0]
-    if m >= n:
-        return float(np.nextafter(ordered[0], -np.inf))
-    return float(ordered[n - m - 1])
-
-
-def training_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, target: float) -> float:
-    """The threshold ``t`` on training ``scores`` that meets ``objective`` at ``target`` (predict ``s > t``).
-
-    ``precision_at_rate`` keeps at least ``ceil(target n)`` rows above ``t`` (exactly that many
-    without ties: the paper's point quantile ``q(f(X), 1 - target)``). ``precision_at_recall``
-    keeps at least ``ceil(target n+)`` positives above ``t``, so the training recall is
-    ``>= target`` even with ties, and puts ``t`` at the largest score (of any row) below the
-    lowest positive kept, which admits the fewest negatives. ``recall_at_fpr`` keeps at most ``floor(target n-)``
-    negatives above ``t``. Each ``t`` is a training score (or, when every row must be
-    predicted positive, the next float below the smallest one). It is the best threshold on the
-    training data: for the first two objectives any higher one breaks the constraint, and for
-    ``recall_at_fpr`` any lower one does.
-    """
-    if objective == "precision_at_rate":
-        k = metrics.count_at_rate(scores.shape[0], target, "ceil")
-        return _threshold_keeping_at_least(scores, k)
-    if objective == "precision_at_recall":
-        subset = scores[positive]
-        k = math.ceil(_round_count(target * subset.shape[0]))
-        low = _threshold_keeping_at_least(subset, k)
-        # Any threshold below the lowest kept positive keeps the same positives; the highest
-        # one (the largest score of any row below it) lets the fewest negatives through.
-        lowest_kept = subset[subset > low].min()
-        below = scores[scores < lowest_kept]
-        return float(below.max()) if below.size else low
-    if objective == "recall_at_fpr":
-        subset = scores[~positive]
-        m = math.floor(_round_count(target * subset.shape[0]))
-        return _threshold_keeping_at_most(subset, m)
-    raise ValueError(f"unknown objective {objective!r}")  # pragma: no cover - validated in fit
 
 
 class RateBaseline(ClassifierMixin, BaseEstimator):
@@ -146,7 +85,7 @@ class RateBaseline(ClassifierMixin, BaseEstimator):
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, -1)
         self.intercept_ = np.array([float(intercept)])
         scores = self._raw_scores(X)
-        self.threshold_ = training_threshold(scores, positive, self.objective, self.target)
+        self.threshold_ = constraint_threshold(scores, positive, objective=self.objective, target=self.target)
         return self
 
     def _raw_scores(self, X):
