@@ -2,7 +2,7 @@
 
 Known distribution: scores of positives ~ N(mu, 1), of negatives ~ N(0, 1), prior
 p(y = 1) = pi. For each setting, draw a held-out set ``--draws`` times, pick the threshold
-with :mod:`quantile_surrogate.calibration` ("guaranteed") and with the paper's plain
+with :mod:`quantile_surrogate.estimators.calibration` ("guaranteed") and with the paper's plain
 empirical quantile ``q(f(A), 1 - c)`` ("plain"), and evaluate each threshold *exactly* on the
 population through the normal CDF:
 
@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy.stats import binom, norm
 
-from quantile_surrogate.calibration import fpr_threshold, guaranteed_rank, rate_threshold, recall_threshold
+from quantile_surrogate.estimators.calibration import fpr_threshold, guaranteed_rank, rate_threshold, recall_threshold
 
 MU, PI = 2.0, 0.1
 

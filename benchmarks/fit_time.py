@@ -39,7 +39,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from quantile_surrogate.baselines import AccuracyAtTheTop
-from quantile_surrogate.estimator import QuantileClassifier
+from quantile_surrogate.estimators import QuantileClassifier
 
 from .per_step import machine_description
 

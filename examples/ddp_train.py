@@ -22,7 +22,7 @@ from torch import nn
 
 from quantile_surrogate import metrics, precision_at_recall_loss
 from quantile_surrogate.datasets import make_gaussian_mixture
-from quantile_surrogate.distributed import distributed_loss
+from quantile_surrogate.training.distributed import distributed_loss
 
 
 def parse_args():

@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from quantile_surrogate.calibration import (
+from quantile_surrogate.estimators.calibration import (
     BOUND_MESSAGE,
     GuaranteedThresholdClassifier,
     calibrate_threshold,

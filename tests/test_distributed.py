@@ -18,7 +18,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from quantile_surrogate import losses
-from quantile_surrogate.distributed import DistributedQuantileLoss, all_gather_scores, distributed_loss
+from quantile_surrogate.training.distributed import DistributedQuantileLoss, all_gather_scores, distributed_loss
 from quantile_surrogate.modules import PrecisionAtRecallLoss
 
 pytestmark = pytest.mark.skipif(

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantile_surrogate import __version__, cli, file_commands
-from quantile_surrogate.file_commands import MAGIC, bootstrap_metrics, load_model
+from quantile_surrogate import __version__, cli
+from quantile_surrogate.cli import file_commands
+from quantile_surrogate.cli.file_commands import MAGIC, bootstrap_metrics, load_model
 
 
 def run(argv, capsys):
@@ -224,7 +225,7 @@ def test_weighted_metrics_equal_the_metrics_on_explicit_resamples(objective, tar
 
 @pytest.fixture
 def fitted(tmp_path, csv, capsys):
-    pytest.importorskip("quantile_surrogate.estimator")
+    pytest.importorskip("quantile_surrogate.estimators")
     model = tmp_path / "model.qs"
     code, _, err = run(["fit", csv, "--label", "y", "--target", "0.9", "--max-epochs", "3", "--drop", "id",
                         "--out", model], capsys)
@@ -300,7 +301,7 @@ def test_evaluate_writes_report_and_plot(fitted, csv, tmp_path, capsys):
 
 
 def test_fit_with_a_guarantee_and_the_mlp(csv, tmp_path, capsys):
-    pytest.importorskip("quantile_surrogate.estimator")
+    pytest.importorskip("quantile_surrogate.estimators")
     code, _, err = run(["fit", csv, "--label", "y", "--target", "0.9", "--max-epochs", "2", "--drop", "id",
                         "--model", "mlp", "--hidden-layer-sizes", "8", "--delta", "0.1", "--quiet",
                         "--out", tmp_path / "g.qs"], capsys)

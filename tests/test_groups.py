@@ -13,12 +13,12 @@ from sklearn.base import clone
 
 import quantile_surrogate.training as training_module
 from quantile_surrogate import QuantileClassifier
-from quantile_surrogate._groups import (
+from quantile_surrogate.estimators._groups import (
     GROUPS_MISSING_MESSAGE,
     GROUPS_UNEXPECTED_MESSAGE,
     GROUPS_UNSEEN_MESSAGE,
 )
-from quantile_surrogate._loop import MIN_GROUP_SUBSET_ROWS, _Config, _Trainer
+from quantile_surrogate.training._loop import MIN_GROUP_SUBSET_ROWS, _Config, _Trainer
 from quantile_surrogate.losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
 from quantile_surrogate.training import objective_loss, objective_metric, predict_scores, train, training_loss
 

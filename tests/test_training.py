@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quantile_surrogate.models import fit_logistic, mlp_scorer
+from quantile_surrogate.training.models import fit_logistic, mlp_scorer
 from quantile_surrogate.training import (
     TrainingDivergedError,
     constraint_threshold,

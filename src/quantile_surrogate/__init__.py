@@ -8,9 +8,8 @@ ordinary loss.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import calibration, losses, metrics, quantiles
-from .calibration import GuaranteedThresholdClassifier, calibrate_threshold
-from .estimator import QuantileClassifier
+from . import losses, metrics, quantiles
+from .estimators import GuaranteedThresholdClassifier, QuantileClassifier, calibrate_threshold, calibration
 from .losses import (
     pr_auc_loss,
     precision_at_rate_loss,
@@ -25,6 +24,7 @@ from .modules import (
     RateConstrainedLoss,
     RecallAtFPRLoss,
 )
+from .training import TrainingDivergedError, TrainResult, train
 from .quantiles import (
     harrell_davis_quantile,
     interval_quantile,
@@ -40,6 +40,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "QuantileClassifier",
+    "train",
+    "TrainResult",
+    "TrainingDivergedError",
     "GuaranteedThresholdClassifier",
     "calibrate_threshold",
     "calibration",

@@ -45,7 +45,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ._validation import check_number, check_target
+from .._validation import check_number, check_target
 
 __all__ = [
     "recall_threshold",

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .. import __version__
 
 MAGIC = b"QUANTILE-SURROGATE-MODEL\n"
 MISSING_CATEGORY = "(missing)"

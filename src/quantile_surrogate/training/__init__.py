@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from ._loop import MIN_GROUP_SUBSET_ROWS, TrainingDivergedError, TrainResult, _Config, _Trainer
-from ._validation import check_bandwidth, check_option, check_target
-from .losses import SURROGATES
-from .objectives import (
+from .._validation import check_bandwidth, check_option, check_target
+from ..losses import SURROGATES
+from ..objectives import (
     OBJECTIVES,
     constraint_threshold,
     group_constraint_thresholds,
@@ -37,7 +37,7 @@ from .objectives import (
     subset_mask,
     training_loss,
 )
-from .quantiles import resolve_quantile
+from ..quantiles import resolve_quantile
 
 __all__ = [
     "OBJECTIVES",

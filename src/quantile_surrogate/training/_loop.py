@@ -15,9 +15,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .models import decayed_parameters, fit_logistic, reset_parameters
-from .objectives import objective_loss, objective_metric, predict_scores, subset_mask, training_loss
+from ..objectives import objective_loss, objective_metric, predict_scores, subset_mask, training_loss
 
 DIVERGED_MESSAGE = (
     "Training diverged: the loss or the parameters became NaN or inf at epoch {epoch} of restart "

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__, metrics
+from .. import __version__, metrics
 from ._file_io import (  # noqa: F401  (re-exported: the tests and users reach them here)
     MAGIC,
     MISSING_CATEGORY,
@@ -57,7 +57,7 @@ def _build_pipeline(schema: dict, args):
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    from . import QuantileClassifier
+    from ..estimators import QuantileClassifier
 
     parts = []
     if schema["numeric"]:
@@ -72,7 +72,7 @@ def _build_pipeline(schema: dict, args):
         settings["max_epochs"] = args.max_epochs
     model = Pipeline([("preprocess", ColumnTransformer(parts)), ("classifier", QuantileClassifier(**settings))])
     if args.delta is not None:
-        from .calibration import GuaranteedThresholdClassifier
+        from ..estimators.calibration import GuaranteedThresholdClassifier
 
         model = GuaranteedThresholdClassifier(
             model, constraint=OBJECTIVE_CONSTRAINTS[args.objective], target=args.target, delta=args.delta,

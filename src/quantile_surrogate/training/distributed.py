@@ -36,9 +36,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from . import losses
-from ._validation import check_reduction
-from .losses import QuantileLossOutput
+from .. import losses
+from .._validation import check_reduction
+from ..losses import QuantileLossOutput
 
 __all__ = ["all_gather_scores", "distributed_loss", "DistributedQuantileLoss", "world_size"]
 

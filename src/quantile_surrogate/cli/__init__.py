@@ -4,7 +4,7 @@ Each sub-command lives in the module that owns its logic and registers itself th
 ``register(subparsers)`` function that sets ``handler`` on its parser:
 
 - ``reproduce``: :mod:`quantile_surrogate.experiments.command` (the paper's tables);
-- ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.file_commands` (a user's CSV/Parquet).
+- ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.cli.file_commands` (a user's CSV/Parquet).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 
 COMMAND_MODULES = (
     "quantile_surrogate.experiments.command",
-    "quantile_surrogate.file_commands",
+    "quantile_surrogate.cli.file_commands",
 )
 
 

@@ -21,10 +21,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
-from .losses import SURROGATES
-from .models import build_scorer
-from .quantiles import QUANTILE_ESTIMATORS
-from .training import (
+from ..losses import SURROGATES
+from ..training.models import build_scorer
+from ..quantiles import QUANTILE_ESTIMATORS
+from ..training import (
     OBJECTIVES,
     TrainingDivergedError,
     constraint_threshold,

@@ -1,0 +1,8 @@
+"""scikit-learn estimators: the thresholded classifiers built on :mod:`quantile_surrogate.training`."""
+
+from . import calibration
+from .calibration import GuaranteedThresholdClassifier, calibrate_threshold
+from .quantile_classifier import DEFAULT_TARGETS, QuantileClassifier
+
+__all__ = ["QuantileClassifier", "GuaranteedThresholdClassifier", "calibrate_threshold", "calibration",
+           "DEFAULT_TARGETS"]
