@@ -8,6 +8,8 @@ metric are named in one table (:data:`OBJECTIVES`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -17,7 +19,9 @@ from . import metrics
 from .losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
 
 __all__ = [
+    "Objective",
     "OBJECTIVES",
+    "get_objective",
     "subset_mask",
     "objective_loss",
     "objective_metric",
@@ -27,23 +31,92 @@ __all__ = [
     "training_loss",
 ]
 
-OBJECTIVES = {
-    "precision_at_recall": {"subset": "positives", "metric": metrics.precision_at_recall},
-    "precision_at_rate": {"subset": "all", "metric": metrics.precision_at_rate},
-    "recall_at_fpr": {"subset": "negatives", "metric": metrics.recall_at_fpr},
-}
-"""Each objective's threshold subset ``A`` and its exact metric (higher is better)."""
+SUBSETS = ("positives", "negatives", "all")
 
 
-def subset_mask(labels: torch.Tensor, objective: str) -> torch.Tensor:
-    """The rows of ``A`` for ``objective``, as a bool tensor (``labels`` are bool or {0, 1})."""
-    positive = labels if labels.dtype == torch.bool else labels == 1
-    kind = OBJECTIVES[objective]["subset"]
-    if kind == "positives":
-        return positive
-    if kind == "negatives":
-        return ~positive
-    return torch.ones_like(positive)
+@dataclass(frozen=True)
+class Objective:
+    r"""One rate-constrained objective: what sets the threshold, what is penalised, how it is scored.
+
+    The constraint is on the rate :math:`r_A(f, \theta) = |\{x \in A : f(x) > \theta\}| / |A|`
+    of a subset ``A`` (Definition 3.1); the threshold is the quantile
+    :math:`\theta = q(f(A), 1 - c)` (``bound="at_least"``: the rate is a floor, e.g. recall) or
+    the level at which at most ``floor(c |A|)`` rows of ``A`` score above it (``bound="at_most"``:
+    the rate is a ceiling, e.g. a false positive rate or an alert capacity).
+    """
+
+    name: str
+    """The objective's name, as ``objective=`` takes it."""
+    subset: str
+    """The rows of ``A``: ``"positives"``, ``"negatives"`` or ``"all"``."""
+    penalized: dict
+    """``form -> rows`` whose surrogate is summed (``"negatives"``: false positives, ``"positives"``:
+    missed true positives); one entry unless the objective has several forms."""
+    loss: Callable
+    """The functional loss of :mod:`quantile_surrogate.losses`."""
+    target_keyword: str
+    """The keyword under which :attr:`loss` takes the target (``recall``, ``rate``, ``fpr``)."""
+    metric: Callable
+    """The exact metric ``metric(y_true, y_score, target)`` of :mod:`quantile_surrogate.metrics` (higher is better)."""
+    metric_name: str
+    """A label for reports, formatted with ``target``."""
+    constraint: str
+    """The constraint a held-out guarantee is about (:mod:`quantile_surrogate.estimators.calibration`)."""
+    bound: str
+    """``"at_least"``: the rate on ``A`` is a floor never missed; ``"at_most"``: a ceiling never exceeded."""
+    default_target: float
+    """The target when none is given."""
+    equation: str
+    """Where the loss is in the paper."""
+
+    def subset_mask(self, positive):
+        """The rows of ``A`` as a bool array of ``positive``'s kind (NumPy or torch)."""
+        if self.subset == "positives":
+            return positive
+        if self.subset == "negatives":
+            return ~positive
+        return positive | ~positive
+
+    def forms(self) -> tuple:
+        """The forms ``form=`` accepts for this objective."""
+        return tuple(self.penalized)
+
+
+OBJECTIVES = {objective.name: objective for objective in (
+    Objective("precision_at_recall", subset="positives", penalized={"fp": "negatives"},
+              loss=precision_at_recall_loss, target_keyword="recall", metric=metrics.precision_at_recall,
+              metric_name="precision at recall {target:g}", constraint="recall", bound="at_least",
+              default_target=0.95, equation="eq. (7)"),
+    Objective("precision_at_rate", subset="all", penalized={"fp": "negatives", "tp": "positives"},
+              loss=precision_at_rate_loss, target_keyword="rate", metric=metrics.precision_at_rate,
+              metric_name="precision at predicted positive rate {target:g}", constraint="rate",
+              bound="at_most", default_target=0.05, equation="eqs. (9) and (10)"),
+    Objective("recall_at_fpr", subset="negatives", penalized={"fp": "positives"},
+              loss=recall_at_fpr_loss, target_keyword="fpr", metric=metrics.recall_at_fpr,
+              metric_name="recall at FPR {target:g}", constraint="fpr", bound="at_most",
+              default_target=0.05, equation="Neyman-Pearson form of eq. (2)"),
+)}
+"""Every objective, by name: the one table the estimators, the command line and the baselines read."""
+
+UNKNOWN_OBJECTIVE_MESSAGE = "`objective` must be one of {names}; got {value!r}."
+
+
+def get_objective(name) -> Objective:
+    """The :class:`Objective` called ``name``; ``ValueError`` naming the valid ones otherwise (an Objective passes through)."""
+    if isinstance(name, Objective):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"`objective` must be a string such as 'precision_at_recall'; got {type(name).__name__}.")
+    try:
+        return OBJECTIVES[name]
+    except KeyError:
+        raise ValueError(UNKNOWN_OBJECTIVE_MESSAGE.format(names=sorted(OBJECTIVES), value=name)) from None
+
+
+def subset_mask(labels, objective) -> torch.Tensor:
+    """The rows of ``A`` for ``objective``, as a bool array (``labels`` are bool or {0, 1}; NumPy or torch)."""
+    positive = labels if labels.dtype in (torch.bool, np.bool_) else labels == 1
+    return get_objective(objective).subset_mask(positive)
 
 
 def objective_loss(scores, labels, *, objective, target, threshold_scores=None, form="fp",
@@ -57,17 +130,16 @@ def objective_loss(scores, labels, *, objective, target, threshold_scores=None, 
     threshold and the returned threshold has shape (G,) (see
     :func:`~quantile_surrogate.losses.rate_constrained_loss`).
     """
+    spec = get_objective(objective)
     common = dict(threshold_scores=threshold_scores, quantile=quantile, bandwidth=bandwidth,
                   surrogate=surrogate, return_threshold=True, validate_args=validate_args)
     if groups is not None:
         common["groups"] = groups
         if threshold_scores is not None:
             common["threshold_groups"] = threshold_groups
-    if objective == "precision_at_recall":
-        return precision_at_recall_loss(scores, labels, recall=target, **common)
-    if objective == "precision_at_rate":
-        return precision_at_rate_loss(scores, labels, rate=target, form=form, **common)
-    return recall_at_fpr_loss(scores, labels, fpr=target, **common)
+    if len(spec.forms()) > 1:
+        common["form"] = form
+    return spec.loss(scores, labels, **{spec.target_keyword: target}, **common)
 
 
 def objective_metric(y_true, y_score, *, objective: str, target: float, groups=None, names=None) -> float:
@@ -82,15 +154,16 @@ def objective_metric(y_true, y_score, *, objective: str, target: float, groups=N
     with several groups the best joint choice is a combinatorial problem. ``names`` (the
     group labels, indexed by code) are only for error messages.
     """
+    spec = get_objective(objective)
     if groups is None:
-        return OBJECTIVES[objective]["metric"](y_true, y_score, target)
+        return spec.metric(y_true, y_score, target)
     y_true = np.asarray(y_true) == 1
     y_score = np.asarray(y_score, dtype=np.float64)
     groups = np.asarray(groups)
     thresholds = group_constraint_thresholds(y_score, y_true, groups, objective=objective, target=target,
                                              n_groups=None if names is None else len(names), names=names)
     predicted = y_score > thresholds[groups]
-    if objective == "recall_at_fpr":
+    if spec.subset == "negatives":  # the metric is a recall
         return float(predicted[y_true].mean()) if y_true.any() else 0.0
     return float(y_true[predicted].mean()) if predicted.any() else 0.0
 
@@ -109,12 +182,12 @@ def constraint_threshold(scores, labels, *, objective: str, target: float) -> fl
     """
     scores = np.asarray(scores, dtype=np.float64)
     positive = np.asarray(labels) == 1
-    in_subset = {"positives": positive, "negatives": ~positive, "all": np.ones_like(positive)}[
-        OBJECTIVES[objective]["subset"]]
+    spec = get_objective(objective)
+    in_subset = spec.subset_mask(positive)
     subset_scores = np.sort(scores[in_subset])[::-1]
     if subset_scores.size == 0:
         raise ValueError(f"The subset that sets the threshold for {objective!r} has no rows.")
-    if objective == "recall_at_fpr":
+    if spec.bound == "at_most" and spec.subset != "all":
         j = math.floor(round(target * subset_scores.size, 6))
         if j >= subset_scores.size:
             return float(np.min(scores) - 1.0)
@@ -151,7 +224,7 @@ def group_constraint_thresholds(scores, labels, groups, *, objective: str, targe
         except ValueError as error:
             name = g if names is None else names[g]
             raise ValueError(f"Group {name!r}: {error} Each group needs a row of A "
-                             f"({OBJECTIVES[objective]['subset']}).") from error
+                             f"({get_objective(objective).subset}).") from error
     return thresholds
 
 

@@ -374,7 +374,7 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
                 if not in_subset[codes == g].any():
                     raise ValueError(GROUP_WITHOUT_SUBSET_MESSAGE.format(
                         group=label.item() if hasattr(label, "item") else label,
-                        subset=OBJECTIVES[self.objective]["subset"], objective=self.objective))
+                        subset=OBJECTIVES[self.objective].subset, objective=self.objective))
         target = self._target()
         hidden = self._hidden_sizes()
         self._device = self._torch_device()

@@ -113,7 +113,7 @@ def _check_groups(groups, labels, objective, name="groups"):
     missing = sorted(set(present.tolist()) - set(covered.tolist()))
     if missing:
         raise ValueError(
-            f"Group {missing[0]} in `{name}` has no row of the subset A ({OBJECTIVES[objective]['subset']}) "
+            f"Group {missing[0]} in `{name}` has no row of the subset A ({OBJECTIVES[objective].subset}) "
             f"for {objective!r}, so its threshold is undefined; merge it with another group or drop its rows"
             + (f" (groups without A: {missing[:6]})." if len(missing) > 1 else "."))
     return groups
@@ -263,7 +263,7 @@ def train(
     )
     labels = _check_data(X, y)
     if not bool(subset_mask(labels, objective).any()):
-        raise ValueError(f"`y` has no row of the subset A ({OBJECTIVES[objective]['subset']}) for {objective!r}.")
+        raise ValueError(f"`y` has no row of the subset A ({OBJECTIVES[objective].subset}) for {objective!r}.")
     if groups is not None:
         groups = _check_groups(groups, labels, objective)
     if validation is not None:
