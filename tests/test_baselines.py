@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
+from quantile_surrogate.objectives import TiedScoresWarning
 from quantile_surrogate.objectives import constraint_threshold as training_threshold
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
@@ -58,15 +59,15 @@ def brute_force_threshold(scores, positive, objective, target):
     best = None
     for t in cuts:
         above = scores > t
-        if objective == "precision_at_rate":
-            ok = above.sum() >= metrics.count_at_rate(len(scores), target)
+        if objective == "precision_at_rate":  # a capacity: never more than K = ceil(target n) rows
+            ok = above.sum() <= metrics.count_at_rate(len(scores), target)
         elif objective == "precision_at_recall":
             ok = above[positive].sum() >= target * n_pos - 1e-9
         else:
             ok = above[~positive].sum() <= target * n_neg + 1e-9
         if ok:
-            # Highest feasible cut for the first two; lowest feasible one for recall_at_fpr.
-            if objective == "recall_at_fpr":
+            # Highest feasible cut for a floor (recall); lowest feasible one for a ceiling (rate, FPR).
+            if objective != "precision_at_recall":
                 best = t if best is None else min(best, t)
             else:
                 best = t if best is None else max(best, t)
@@ -82,7 +83,9 @@ def test_training_threshold_matches_brute_force_with_ties(objective, seed):
     positive = rng.random(n) < 0.5
     positive[0], positive[1] = True, False
     target = float(rng.choice([0.05, 0.1, 0.3, 0.5, 0.9, 0.95]))
-    ours = training_threshold(scores, positive, objective=objective, target=target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TiedScoresWarning)
+        ours = training_threshold(scores, positive, objective=objective, target=target)
     reference = brute_force_threshold(scores, positive, objective, target)
     np.testing.assert_array_equal(scores > ours, scores > reference)
 

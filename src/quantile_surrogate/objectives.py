@@ -8,6 +8,7 @@ metric are named in one table (:data:`OBJECTIVES`).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,6 +27,8 @@ __all__ = [
     "objective_loss",
     "objective_metric",
     "constraint_threshold",
+    "allowed_count",
+    "TiedScoresWarning",
     "group_constraint_thresholds",
     "predict_scores",
     "training_loss",
@@ -64,6 +67,10 @@ class Objective:
     """The constraint a held-out guarantee is about (:mod:`quantile_surrogate.estimators.calibration`)."""
     bound: str
     """``"at_least"``: the rate on ``A`` is a floor never missed; ``"at_most"``: a ceiling never exceeded."""
+    rounding: str
+    """How many rows of ``A`` the target allows above the threshold: ``"ceil"`` (``ceil(c |A|)``: at least
+    that many for a floor, at most that many, K, for a capacity) or ``"floor"`` (``floor(c |A|)``: an FPR
+    that must not exceed ``c``)."""
     default_target: float
     """The target when none is given."""
     equation: str
@@ -86,15 +93,15 @@ OBJECTIVES = {objective.name: objective for objective in (
     Objective("precision_at_recall", subset="positives", penalized={"fp": "negatives"},
               loss=precision_at_recall_loss, target_keyword="recall", metric=metrics.precision_at_recall,
               metric_name="precision at recall {target:g}", constraint="recall", bound="at_least",
-              default_target=0.95, equation="eq. (7)"),
+              rounding="ceil", default_target=0.95, equation="eq. (7)"),
     Objective("precision_at_rate", subset="all", penalized={"fp": "negatives", "tp": "positives"},
               loss=precision_at_rate_loss, target_keyword="rate", metric=metrics.precision_at_rate,
               metric_name="precision at predicted positive rate {target:g}", constraint="rate",
-              bound="at_most", default_target=0.05, equation="eqs. (9) and (10)"),
+              bound="at_most", rounding="ceil", default_target=0.05, equation="eqs. (9) and (10)"),
     Objective("recall_at_fpr", subset="negatives", penalized={"fp": "positives"},
               loss=recall_at_fpr_loss, target_keyword="fpr", metric=metrics.recall_at_fpr,
               metric_name="recall at FPR {target:g}", constraint="fpr", bound="at_most",
-              default_target=0.05, equation="Neyman-Pearson form of eq. (2)"),
+              rounding="floor", default_target=0.05, equation="Neyman-Pearson form of eq. (2)"),
 )}
 """Every objective, by name: the one table the estimators, the command line and the baselines read."""
 
@@ -168,36 +175,78 @@ def objective_metric(y_true, y_score, *, objective: str, target: float, groups=N
     return float(y_true[predicted].mean()) if predicted.any() else 0.0
 
 
-def constraint_threshold(scores, labels, *, objective: str, target: float) -> float:
-    """A threshold ``theta`` at which ``score > theta`` meets the constraint exactly on these rows.
+TIED_SCORES_MESSAGE = (
+    "Tied scores: {above} of the {size} rows of A ({subset}) score above the threshold, a rate of {achieved:.4g}, "
+    "where target={target:g} asks for {bound} {wanted}; the rows tied at the threshold cannot be split by a "
+    "threshold. {policy}"
+)
+TIE_POLICY = {
+    "at_least": "The floor is kept (never fewer); more distinct scores (more features) reduce the overshoot.",
+    "at_most": "The ceiling is kept (never more); more distinct scores (more features) reduce the shortfall.",
+}
 
-    For "rate on A >= c" (precision at recall, precision at rate) ``theta`` sits just below
-    ``u``, the ``m``-th largest score of ``A`` with ``m = ceil(c |A|)``, so that at least
-    ``m`` rows of ``A`` score above it (all ties of ``u`` included), the point estimate
-    ``q(f(A), 1 - c)`` of section 4. For "FPR <= c" (recall at FPR) it sits at or just above
-    ``v``, the ``(j + 1)``-th largest negative score with ``j = floor(c |A|)``, so that at
-    most ``j`` negatives score above it. "Just below/above" is the midpoint to the nearest
-    other training score, so that recomputing the scores with rounding noise cannot move a
-    row across the threshold.
+
+class TiedScoresWarning(UserWarning):
+    """The exact rate a constraint asks for is impossible on these rows because scores tie at the threshold."""
+
+
+def allowed_count(objective, size: int, target: float) -> int:
+    """The number of rows of ``A`` (of ``size``) the constraint asks for above the threshold.
+
+    ``ceil(c |A|)`` (at least 1) for a floor such as recall and for a capacity such as the
+    predicted positive rate (``K = ceil(c n)``, as :func:`~quantile_surrogate.metrics.count_at_rate`);
+    ``floor(c |A|)`` for a false positive rate that must not exceed ``c``. ``c |A|`` is rounded
+    to 6 decimals first so that float noise (0.1 * 30 = 3.0000000000000004) cannot move it.
+    """
+    spec = get_objective(objective)
+    exact = round(target * size, 6)
+    if spec.rounding == "floor":
+        return min(math.floor(exact), size)
+    return min(max(math.ceil(exact), 1), size)
+
+
+def constraint_threshold(scores, labels, *, objective: str, target: float) -> float:
+    """A threshold ``theta`` at which ``score > theta`` meets the constraint on these rows, ties included.
+
+    With ``k`` = :func:`allowed_count`, the tie policy is: a floor is never missed, a ceiling
+    never exceeded.
+
+    - ``bound="at_least"`` (precision at recall): ``theta`` sits just below ``u``, the ``k``-th
+      largest score of ``A``, so that at least ``k`` rows of ``A`` score above it (all ties of
+      ``u`` included): the point estimate ``q(f(A), 1 - c)`` of section 4.
+    - ``bound="at_most"`` (precision at a rate: a capacity of ``K = ceil(c n)`` rows; recall at
+      FPR: at most ``floor(c |A|)`` negatives): ``theta`` sits just above ``v``, the
+      ``(k + 1)``-th largest score of ``A``, so that at most ``k`` rows of ``A`` score above it
+      (the ties of ``v`` excluded).
+
+    Where ties make exactly ``k`` impossible, a :class:`TiedScoresWarning` says so with the rate
+    achieved. "Just below/above" is the midpoint to the nearest other training score, so that
+    recomputing the scores with rounding noise cannot move a row across the threshold.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    positive = np.asarray(labels) == 1
     spec = get_objective(objective)
-    in_subset = spec.subset_mask(positive)
-    subset_scores = np.sort(scores[in_subset])[::-1]
-    if subset_scores.size == 0:
+    subset_scores = np.sort(scores[spec.subset_mask(np.asarray(labels) == 1)])[::-1]
+    size = subset_scores.size
+    if size == 0:
         raise ValueError(f"The subset that sets the threshold for {objective!r} has no rows.")
-    if spec.bound == "at_most" and spec.subset != "all":
-        j = math.floor(round(target * subset_scores.size, 6))
-        if j >= subset_scores.size:
+    k = allowed_count(spec, size, target)
+    if spec.bound == "at_most":
+        if k >= size:
             return float(np.min(scores) - 1.0)
-        v = subset_scores[j]
+        v = subset_scores[k]
         higher = scores[scores > v]
-        return float((v + higher.min()) / 2 if higher.size else v + 1.0)
-    m = min(max(math.ceil(round(target * subset_scores.size, 6)), 1), subset_scores.size)
-    u = subset_scores[m - 1]
-    lower = scores[scores < u]
-    return float((u + lower.max()) / 2 if lower.size else u - 1.0)
+        theta = float((v + higher.min()) / 2 if higher.size else v + 1.0)
+    else:
+        u = subset_scores[k - 1]
+        lower = scores[scores < u]
+        theta = float((u + lower.max()) / 2 if lower.size else u - 1.0)
+    above = int(np.count_nonzero(subset_scores > theta))
+    if above != k:
+        warnings.warn(TIED_SCORES_MESSAGE.format(
+            above=above, size=size, subset=spec.subset, achieved=above / size, target=target,
+            bound="at least" if spec.bound == "at_least" else "at most", wanted=k,
+            policy=TIE_POLICY[spec.bound]), TiedScoresWarning, stacklevel=2)
+    return theta
 
 
 def group_constraint_thresholds(scores, labels, groups, *, objective: str, target: float,

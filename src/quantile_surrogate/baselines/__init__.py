@@ -16,7 +16,7 @@ objective's metric at ``target`` from :mod:`quantile_surrogate.metrics`.
   precision_at_recall (and precision_at_rate, a weak extension).
 """
 
-from ._base import OBJECTIVES, RateBaseline
+from ._base import RateBaseline
 from .aatp import AccuracyAtTheTop
 from .eban import LagrangianBaseline
 from .kar import KarAverageSurrogate, prec_at_k_avg_surrogate
@@ -25,7 +25,6 @@ from .logistic import LogisticRegressionBaseline
 __all__ = [
     "BASELINES",
     "REGULARIZATION",
-    "OBJECTIVES",
     "RateBaseline",
     "LogisticRegressionBaseline",
     "AccuracyAtTheTop",

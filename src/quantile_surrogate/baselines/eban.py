@@ -145,12 +145,15 @@ class LagrangianBaseline(RateBaseline):
         """``(dL/dw, dL/db, dL/dlambda)`` of the scaled Lagrangian."""
         n = X.shape[0]
         f = X @ w + b
-        if self.objective == "precision_at_recall":
-            objective_rows, constraint_rows, budget = ~positive, positive, (1.0 - self.target) * positive.sum()
-            objective_sign, constraint_sign = -1.0, 1.0  # FP bound uses l(-f); TP bound uses l(f)
-        else:
-            objective_rows, constraint_rows, budget = positive, np.ones(n, dtype=bool), self.target * n
-            objective_sign, constraint_sign = 1.0, -1.0
+        objective = self._objective_spec()
+        constraint_rows = objective.subset_mask(positive)
+        # The rate form maximises true positives (eq. (10)); precision at recall bounds false positives (eq. (7)).
+        penalized = objective.penalized["tp" if "tp" in objective.forms() else "fp"]
+        objective_rows = positive if penalized == "positives" else ~positive
+        objective_sign = 1.0 if penalized == "positives" else -1.0  # a TP bound uses l(f), an FP bound l(-f)
+        floor = objective.bound == "at_least"  # recall: a budget of misses; a rate: a budget of positives
+        constraint_sign = 1.0 if floor else -1.0
+        budget = ((1.0 - self.target) if floor else self.target) * constraint_rows.sum()
         obj_loss, obj_slope = _surrogate(objective_sign * f[objective_rows], self.surrogate)
         con_loss, con_slope = _surrogate(constraint_sign * f[constraint_rows], self.surrogate)
         grad_f = np.zeros(n)
@@ -184,6 +187,5 @@ class LagrangianBaseline(RateBaseline):
         self.n_iter_ = self.max_iter
         w, b = theta[:-1], theta[-1]
         above = X @ w + b > 0
-        constrained_rows = positive if self.objective == "precision_at_recall" else slice(None)
-        self.constrained_rate_ = float(above[constrained_rows].mean())
+        self.constrained_rate_ = float(above[self._objective_spec().subset_mask(positive)].mean())
         return self._finish_fit(X, positive, w, b)

@@ -21,11 +21,11 @@ __all__ = [
 ]
 
 GROUPS_MISSING_MESSAGE = (
-    "This QuantileClassifier was fitted with `groups` ({count} groups), so every row needs its group's "
+    "This classifier was fitted with `groups` ({count} groups), so every row needs its group's "
     "threshold: pass `groups=` with one group label per row of X."
 )
 GROUPS_UNEXPECTED_MESSAGE = (
-    "This QuantileClassifier was fitted without `groups`, so it has one threshold; pass groups=None "
+    "This classifier was fitted without `groups`, so it has one threshold; pass groups=None "
     "(or refit with fit(X, y, groups=...))."
 )
 GROUPS_UNSEEN_MESSAGE = (

@@ -37,7 +37,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.stats import binom
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import _fit_context, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -46,6 +46,8 @@ from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .._validation import check_number, check_target
+from ..objectives import OBJECTIVES
+from ._threshold import ThresholdedClassifier
 
 __all__ = [
     "recall_threshold",
@@ -60,7 +62,7 @@ __all__ = [
 ]
 
 # constraint -> (rows it is measured on, side of the threshold that is bounded)
-CONSTRAINTS = ("recall", "fpr", "rate")
+CONSTRAINTS = tuple(objective.constraint for objective in OBJECTIVES.values())
 BOUNDS = ("upper", "lower")
 
 DELTA_MESSAGE = (
@@ -352,7 +354,7 @@ def _response(estimator, X, method: str) -> np.ndarray:
     return values.reshape(-1)
 
 
-class GuaranteedThresholdClassifier(ClassifierMixin, BaseEstimator):
+class GuaranteedThresholdClassifier(ThresholdedClassifier):
     r"""A binary classifier whose threshold carries a held-out guarantee.
 
     ``fit(X, y)`` fits a clone of ``estimator`` on part of the data and picks the threshold
@@ -438,31 +440,25 @@ class GuaranteedThresholdClassifier(ClassifierMixin, BaseEstimator):
         if unknown.size:
             raise ValueError(f"`y` has labels {unknown.tolist()} that `estimator` does not know ({self.classes_.tolist()}).")
         scores = _response(estimator, X_cal, self.response_method)
-        positive = y_cal == self.classes_[1]
-        if self.constraint == "recall":
-            subset = scores[positive]
-            self.threshold_ = recall_threshold(subset, self.target, self.delta) if subset.size else None
-        elif self.constraint == "fpr":
-            subset = scores[~positive]
-            self.threshold_ = fpr_threshold(subset, self.target, self.delta) if subset.size else None
-        else:
-            subset = scores
-            self.threshold_ = rate_threshold(subset, self.target, self.delta, bound=self.bound)
-        if self.threshold_ is None:
+        subset = scores[self._objective_spec().subset_mask(y_cal == self.classes_[1])]
+        if subset.size == 0:
             side = "positive" if self.constraint == "recall" else "negative"
             raise ValueError(f"The calibration rows contain no {side} row; a {self.constraint} guarantee needs them.")
+        self.threshold_ = CALIBRATORS[self.constraint](subset, self.target, self.delta, self.bound)
+        self.groups_ = self.group_thresholds_ = None
         self.n_calibration_ = int(subset.size)
         self.calibration_value_ = float(np.mean(subset > self.threshold_))
         return self
 
-    def decision_function(self, X) -> np.ndarray:
-        """``response(X) - threshold_``; positive means ``classes_[1]``."""
-        check_is_fitted(self, "threshold_")
-        return _response(self.estimator_, X, self.response_method) - self.threshold_
+    def _objective_spec(self):
+        """The objective whose constraint this classifier guarantees; ``score`` reports its metric."""
+        return next(objective for objective in OBJECTIVES.values() if objective.constraint == self.constraint)
 
-    def predict(self, X) -> np.ndarray:
-        check_is_fitted(self, "threshold_")
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+    def _check_X(self, X):
+        return X  # the wrapped estimator validates its own input
+
+    def _raw_scores(self, X) -> np.ndarray:
+        return _response(self.estimator_, X, self.response_method)
 
     @property
     def n_features_in_(self):
@@ -476,6 +472,14 @@ class GuaranteedThresholdClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.poor_score = True
         tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
         return tags
+
+
+CALIBRATORS = {
+    "recall": lambda scores, target, delta, bound: recall_threshold(scores, target, delta),
+    "fpr": lambda scores, target, delta, bound: fpr_threshold(scores, target, delta),
+    "rate": lambda scores, target, delta, bound: rate_threshold(scores, target, delta, bound=bound),
+}
+"""constraint -> the guaranteed threshold on the held-out rows of ``A`` (``bound`` is read by "rate" only)."""
 
 
 def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=0.95, delta=0.05,

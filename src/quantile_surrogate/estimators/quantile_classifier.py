@@ -13,32 +13,24 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 from ..losses import SURROGATES
-from ..training.models import build_scorer
+from ..objectives import OBJECTIVES, predict_scores
 from ..quantiles import QUANTILE_ESTIMATORS
-from ..training import (
-    OBJECTIVES,
-    TrainingDivergedError,
-    constraint_threshold,
-    group_constraint_thresholds,
-    objective_metric,
-    predict_scores,
-    subset_mask,
-    train,
-)
+from ..training import TrainingDivergedError, train
+from ..training.models import build_scorer
+from ._standardize import standardize_columns, standardizer
+from ._threshold import ThresholdedClassifier
 
 __all__ = ["QuantileClassifier", "DEFAULT_TARGETS"]
 
-DEFAULT_TARGETS = {"precision_at_recall": 0.95, "precision_at_rate": 0.05, "recall_at_fpr": 0.05}
-"""``target=None`` means these: the paper's synthetic recall, and a 5 % rate."""
+DEFAULT_TARGETS = {name: objective.default_target for name, objective in OBJECTIVES.items()}
+"""``target=None`` means these (from :data:`~quantile_surrogate.objectives.OBJECTIVES`): the paper's
+synthetic recall 0.95, and a 5 % rate."""
 
 AUTO_FULL_BATCH_ROWS = 10_000
 """``batch_size="auto"``: full-batch gradient descent up to this many rows, minibatches of 1000 above."""
@@ -48,17 +40,7 @@ AUTO_VALIDATION_ROWS = 10_000
 
 MIN_VALIDATION_ROWS_PER_CLASS = 4
 
-ONE_CLASS_MESSAGE = (
-    "`y` has only one class ({shown}); QuantileClassifier needs exactly two classes, and with one "
-    "there is nothing to rank. Check the labels or the split."
-)
-MULTICLASS_MESSAGE = (
-    "Only binary classification is supported. `y` has {count} classes ({shown}); binarise it "
-    "(one class against the rest) before fitting QuantileClassifier."
-)
-
-
-class QuantileClassifier(ClassifierMixin, BaseEstimator):
+class QuantileClassifier(ThresholdedClassifier):
     r"""A binary classifier trained for a rate-constrained operating point (Mackey, Luo & Eban 2018).
 
     Minimises the quantile surrogate loss of ``objective`` by Algorithm 1 (SGD with momentum
@@ -151,6 +133,10 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
         With groups the thresholds are not in it: ``decision_function(X, groups)`` is
         ``X @ coef_.T + intercept_ - group_thresholds_[code of the row's group]``.
     model_ : torch.nn.Module
+        The trained scoring function; it takes standardised features ``(x - mean_) / scale_``.
+    mean_, scale_ : ndarray of shape (n_features_in_,)
+        The standardisation learned in ``fit`` (zeros and ones with ``standardize=False``),
+        computed without overflow (a cell of 1e308 does not zero its column).
     loss_curve_ : list of float
         Mean training loss per epoch of the selected restart.
     validation_curve_ : list of float or None
@@ -271,16 +257,7 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.checkpoint = checkpoint
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.allow_nan = False
-        return tags
-
-    # -- helpers ----------------------------------------------------------------------------
-    def _target(self) -> float:
-        return DEFAULT_TARGETS[self.objective] if self.target is None else float(self.target)
-
+    # -- settings resolved at fit time ------------------------------------------------------
     def _torch_device(self) -> torch.device:
         try:
             device = torch.device(self.device)
@@ -301,20 +278,17 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
             )
         return sizes
 
-    def _as_tensor(self, X):
-        X = (X - self._mean) / self._scale
-        dtype = torch.float64 if self._device.type == "cpu" else torch.float32
-        return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=self._device)
-
-    def _raw_scores(self, X) -> np.ndarray:
-        return predict_scores(self.model_, self._as_tensor(X)).double().cpu().numpy()
-
     def _early_stopping(self, n: int) -> bool:
         if self.early_stopping == "auto":
             return n > AUTO_VALIDATION_ROWS
         return bool(self.early_stopping)
 
-    def _split(self, y01, seed, codes=None, in_subset=None):
+    def _draw_seed(self) -> int:
+        if isinstance(self.random_state, Integral):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _split(self, y01, seed, codes=None):
         """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split.
 
         With group codes the split is stratified by (class, group), so every group keeps its
@@ -322,22 +296,91 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
         MIN_VALIDATION_ROWS_PER_CLASS rows means no split.
         """
         n = y01.shape[0]
-        if codes is None:
-            counts = np.bincount(y01, minlength=2)
-        else:
-            y01 = y01 + 2 * codes  # the stratum: (class, group); an empty cell is no constraint
-            counts = np.bincount(y01)
-            counts = counts[counts > 0]
+        strata = y01 if codes is None else y01 + 2 * codes  # an empty (class, group) cell is no constraint
+        counts = np.bincount(strata)
+        counts = counts[counts > 0] if codes is not None else np.bincount(y01, minlength=2)
         n_val = int(round(self.validation_fraction * n))
         if not self._early_stopping(n) or counts.min() < MIN_VALIDATION_ROWS_PER_CLASS or n_val < 2 or n - n_val < 2:
             return np.arange(n), None
-        fit_rows, val_rows = train_test_split(np.arange(n), test_size=n_val, stratify=y01, random_state=seed)
+        fit_rows, val_rows = train_test_split(np.arange(n), test_size=n_val, stratify=strata, random_state=seed)
         if codes is not None:
             # Rounding can leave a small group's rows of A all on one side; then its threshold is undefined there.
+            in_subset = self._objective_spec().subset_mask(y01 == 1)
             for rows in (fit_rows, val_rows):
                 if len(np.unique(codes[rows][in_subset[rows]])) < len(np.unique(codes)):
                     return np.arange(n), None
         return fit_rows, val_rows
+
+    # -- the steps of fit --------------------------------------------------------------------
+    def _working_tensor(self, X, order):
+        """The one working copy of the data: rows in ``order``, standardised, float64 (float32 on a GPU), as torch.
+
+        Ordering the rows as (fit rows, validation rows) makes both parts views of one array,
+        so a validation split costs no second copy of X.
+        """
+        if self.standardize:
+            self.mean_, self.scale_ = standardizer(X)
+        else:
+            self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        work = X[order].astype(np.float64, copy=False) if order is not None else np.array(X, dtype=np.float64)
+        standardize_columns(work, self.mean_, self.scale_, out=work)
+        device = self._torch_device()
+        return torch.as_tensor(work, dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device)
+
+    def _train_settings(self, seed, n_rows):
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = None if n_rows <= AUTO_FULL_BATCH_ROWS else 1000
+        return dict(
+            objective=self.objective, target=self._target(), form=self.form, quantile=self.quantile,
+            bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
+            momentum=self.momentum, weight_decay=self.alpha, batch_size=batch_size,
+            subset_batch_size=self.subset_batch_size, subset_from_batch=self.subset_from_batch,
+            random_state=seed, progress=bool(self.verbose),
+        )
+
+    def _scorer_factory(self, n_features):
+        hidden, module_factory = self._hidden_sizes(), self.module_factory
+        return lambda: build_scorer(n_features, hidden, module_factory)
+
+    def _keep_result(self, result):
+        self.model_ = result.model
+        self.loss_curve_ = list(result.loss_curve)
+        self.validation_curve_ = result.validation_curve
+        self.restart_losses_ = list(result.restart_losses)
+        self.train_loss_ = result.loss
+        self.n_iter_ = result.n_iter
+        self.best_epoch_ = result.best_epoch
+
+    def _refit_on_all_rows(self, result, factory, Xt, yt, gt, settings):
+        """Same start, same number of epochs, every row: a validation split need not cost data."""
+        if result.start == "logistic":
+            start, init = factory, "logistic"
+        else:
+            with torch.random.fork_rng(devices=[]):
+                start = factory()
+            start.load_state_dict(result.initial_state)
+            init = "model"
+        refitted = train(start, Xt, yt, groups=gt, max_epochs=result.best_epoch, n_restarts=1, init=init, **settings)
+        self.model_ = refitted.model
+        self.loss_curve_ = list(refitted.loss_curve)
+        self.train_loss_ = refitted.loss
+
+    def _check_scores_finite(self, scores):
+        if not np.isfinite(scores).all():
+            raise TrainingDivergedError(
+                f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
+                f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
+
+    def _set_linear_coefficients(self):
+        """``coef_`` and ``intercept_`` in the original units, for a linear model (threshold included without groups)."""
+        if not isinstance(self.model_, torch.nn.Linear):
+            return
+        w = self.model_.weight.detach().double().cpu().numpy().reshape(1, -1) / self.scale_
+        b = float(self.model_.bias.detach().double().cpu()) if self.model_.bias is not None else 0.0
+        shift = self.threshold_ if self.groups_ is None else 0.0
+        self.coef_ = w
+        self.intercept_ = np.array([b - float(w[0] @ self.mean_) - shift])
 
     # -- the estimator API -------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -351,142 +394,48 @@ class QuantileClassifier(ClassifierMixin, BaseEstimator):
         same predicted positive rate in every group (demographic parity), with
         ``precision_at_recall`` recall >= target in every group (equal opportunity), with
         ``recall_at_fpr`` FPR <= target in every group. Every group needs a row of A.
+
+        The steps: validate and encode the labels and groups, draw the seed, split off the
+        validation rows, make one standardised working copy (the only NumPy -> torch crossing),
+        :func:`~quantile_surrogate.training.train`, optionally refit on every row, score the
+        training rows (the way back) and set ``threshold_`` at their exact empirical quantile.
         """
-        try:
-            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        except ValueError as error:
-            if "inconsistent numbers of samples" in str(error):
-                raise ValueError(f"`X` and `y` must have the same number of rows. {error}") from error
-            raise
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
-        if self.classes_.shape[0] == 1:
-            raise ValueError(ONE_CLASS_MESSAGE.format(shown=self.classes_.tolist()))
-        if self.classes_.shape[0] > 2:
-            raise ValueError(MULTICLASS_MESSAGE.format(count=self.classes_.shape[0], shown=self.classes_[:5].tolist()))
-        y01 = (y == self.classes_[1]).astype(np.int64)
-        codes = in_subset = None
-        self.groups_ = self.group_thresholds_ = None
-        if groups is not None:
-            group_labels, codes = encode_groups(groups, len(y01))
-            in_subset = subset_mask(torch.as_tensor(y01), self.objective).numpy()
-            for g, label in enumerate(group_labels):
-                if not in_subset[codes == g].any():
-                    raise ValueError(GROUP_WITHOUT_SUBSET_MESSAGE.format(
-                        group=label.item() if hasattr(label, "item") else label,
-                        subset=OBJECTIVES[self.objective].subset, objective=self.objective))
-        target = self._target()
-        hidden = self._hidden_sizes()
-        self._device = self._torch_device()
-        X = X.astype(np.float64)
-        if self.standardize:
-            self._mean = X.mean(axis=0)
-            scale = X.std(axis=0)
-            self._scale = np.where(scale > 0, scale, 1.0)
-        else:
-            self._mean, self._scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        random_state = self.random_state
-        seed = random_state if isinstance(random_state, Integral) else int(
-            check_random_state(random_state).randint(np.iinfo(np.int32).max))
-        fit_rows, val_rows = self._split(y01, seed, codes, in_subset)
-        Xt = self._as_tensor(X)
-        yt = torch.as_tensor(y01, device=self._device)
-        gt = None if codes is None else torch.as_tensor(codes, device=self._device)
-        n_features, module_factory = X.shape[1], self.module_factory
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = None if len(fit_rows) <= AUTO_FULL_BATCH_ROWS else 1000
-        validation = None if val_rows is None else (Xt[val_rows], yt[val_rows])
-        if validation is not None and gt is not None:
-            validation += (gt[val_rows],)
-        factory = lambda: build_scorer(n_features, hidden, module_factory)  # noqa: E731
-        common = dict(
-            objective=self.objective, target=target, form=self.form, quantile=self.quantile,
-            bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
-            momentum=self.momentum, weight_decay=self.alpha, batch_size=batch_size,
-            subset_batch_size=self.subset_batch_size, subset_from_batch=self.subset_from_batch,
-            random_state=seed, progress=bool(self.verbose),
-        )
+        X, y01 = self._validate_training_data(X, y)
+        codes = self._encode_fit_groups(groups, y01)
+        self._hidden_sizes()
+        seed = self._draw_seed()
+        fit_rows, val_rows = self._split(y01, seed, codes)
+        order = None if val_rows is None else np.concatenate([fit_rows, val_rows])
+        if order is not None:
+            y01 = y01[order]
+            codes = None if codes is None else codes[order]
+        Xt = self._working_tensor(X, order)
+        del X
+        yt = torch.as_tensor(y01, device=Xt.device)
+        gt = None if codes is None else torch.as_tensor(codes, device=Xt.device)
+        n_fit = len(fit_rows)
+        validation = None if val_rows is None else (Xt[n_fit:], yt[n_fit:]) + (() if gt is None else (gt[n_fit:],))
+        factory = self._scorer_factory(Xt.shape[1])
+        settings = self._train_settings(seed, n_fit)
         result = train(
-            factory, Xt[fit_rows], yt[fit_rows], groups=None if gt is None else gt[fit_rows],
-            max_epochs=self.max_epochs, n_restarts=self.n_restarts,
-            init=self.init, early_stopping=self._early_stopping(len(y01)), n_iter_no_change=self.n_iter_no_change,
+            factory, Xt[:n_fit], yt[:n_fit], groups=None if gt is None else gt[:n_fit],
+            max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
+            early_stopping=self._early_stopping(len(y01)), n_iter_no_change=self.n_iter_no_change,
             validation=validation, select="loss" if validation is None else "validation",
-            checkpoint=self.checkpoint, **common,
+            checkpoint=self.checkpoint, **settings,
         )
-        self.model_ = result.model
-        self.loss_curve_ = list(result.loss_curve)
-        self.validation_curve_ = result.validation_curve
-        self.restart_losses_ = list(result.restart_losses)
-        self.train_loss_ = result.loss
-        self.n_iter_ = result.n_iter
-        self.best_epoch_ = result.best_epoch
+        self._keep_result(result)
         if validation is not None and self.refit:
-            # Same start, same number of epochs, every row: a validation split need not cost data.
-            if result.start == "logistic":
-                start, init = factory, "logistic"
-            else:
-                with torch.random.fork_rng(devices=[]):
-                    start = factory()
-                start.load_state_dict(result.initial_state)
-                init = "model"
-            refitted = train(start, Xt, yt, groups=gt, max_epochs=result.best_epoch, n_restarts=1, init=init,
-                             **common)
-            self.model_ = refitted.model
-            self.loss_curve_ = list(refitted.loss_curve)
-            self.train_loss_ = refitted.loss
-        scores = self._raw_scores(X)
-        if not np.isfinite(scores).all():
-            raise TrainingDivergedError(
-                f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
-                f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
-        if codes is None:
-            self.threshold_ = constraint_threshold(scores, y01, objective=self.objective, target=target)
-        else:
-            self.groups_ = group_labels
-            self.group_thresholds_ = group_constraint_thresholds(
-                scores, y01, codes, objective=self.objective, target=target, n_groups=len(group_labels))
-            self.threshold_ = self.group_thresholds_
-        if isinstance(self.model_, torch.nn.Linear):
-            w = self.model_.weight.detach().double().cpu().numpy().reshape(1, -1) / self._scale
-            b = float(self.model_.bias.detach().double().cpu()) if self.model_.bias is not None else 0.0
-            self.coef_ = w
-            self.intercept_ = np.array([b - float(w[0] @ self._mean) - (self.threshold_ if codes is None else 0.0)])
+            self._refit_on_all_rows(result, factory, Xt, yt, gt, settings)
+        scores = predict_scores(self.model_, Xt).double().cpu().numpy()
+        self._check_scores_finite(scores)
+        self._set_threshold(scores, y01, codes)
+        self._set_linear_coefficients()
         return self
 
-    def decision_function(self, X, groups=None):
-        """``f(x) - threshold_``, shape (n,); positive means the positive class ``classes_[1]``.
-
-        A model fitted with ``groups`` needs ``groups`` here too (labels seen in fit), and
-        each row is compared with its group's threshold: ``f(x) - group_thresholds_[g(x)]``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False).astype(np.float64)
-        codes = group_codes(getattr(self, "groups_", None), groups, X.shape[0])
-        threshold = self.threshold_ if codes is None else self.group_thresholds_[codes]
-        return self._raw_scores(X) - threshold
-
-    def predict(self, X, groups=None):
-        """``classes_[1]`` where :meth:`decision_function` is > 0, else ``classes_[0]``."""
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X, groups=groups) > 0).astype(np.int64)]
-
-    def score(self, X, y, sample_weight=None, groups=None):
-        """The objective's exact metric at ``target`` on ``(X, y)`` (what ``GridSearchCV`` maximises).
-
-        Precision at recall ``target``, precision at rate ``target`` or recall at FPR ``target``
-        (:mod:`quantile_surrogate.metrics`), computed from :meth:`decision_function`. With
-        ``groups`` (a model fitted with groups): the metric with the constraint met in every
-        group, each at its own exact threshold on these rows
-        (:func:`~quantile_surrogate.objectives.objective_metric`).
-        """
-        if sample_weight is not None:
-            raise ValueError("`sample_weight` is not supported by QuantileClassifier.score; pass None.")
-        check_is_fitted(self)
-        y = np.asarray(y)
-        y_true = (y == self.classes_[1]).astype(np.int64)
-        X_checked = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        codes = group_codes(getattr(self, "groups_", None), groups, X_checked.shape[0])
-        return objective_metric(y_true, self.decision_function(X, groups=groups), objective=self.objective,
-                                target=self._target(), groups=codes,
-                                names=None if codes is None else self.groups_.tolist())
+    def _raw_scores(self, X) -> np.ndarray:
+        """``f((x - mean_) / scale_)`` for validated ``X``, shape (n,), float64."""
+        device = next(self.model_.parameters(), torch.empty(0)).device
+        dtype = next(self.model_.parameters(), torch.empty(0, dtype=torch.float64)).dtype
+        work = standardize_columns(X, self.mean_, self.scale_)
+        return predict_scores(self.model_, torch.as_tensor(work, dtype=dtype, device=device)).double().cpu().numpy()

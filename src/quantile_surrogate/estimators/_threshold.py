@@ -1,0 +1,164 @@
+"""The shared shell of every thresholded classifier: a raw score, a threshold, and the metric.
+
+Each estimator in this package learns a raw score ``f(x)`` in its own way and then a
+decision threshold ``theta`` (one, or one per group) at which the rate constraint of its
+objective holds. What follows from that is the same for all of them, and lives here once,
+as scikit-learn keeps it in ``BaseThresholdClassifier``:
+
+- ``decision_function(X, groups=None) = f(x) - theta_{g(x)}``; positive means ``classes_[1]``;
+- ``predict`` maps the sign of that through ``classes_`` (strict: ``f(x) > theta``,
+  Definition 3.1 of the paper);
+- ``score`` is the objective's exact metric at ``target``
+  (:func:`~quantile_surrogate.objectives.objective_metric`), which ``GridSearchCV`` maximises.
+
+A subclass implements ``_raw_scores(X)`` on an ``X`` already checked by ``_check_X`` and,
+in ``fit``, calls the steps below in order: :meth:`_validate_training_data`,
+:meth:`_encode_fit_groups`, then (after learning ``f``) :meth:`_set_threshold`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..objectives import constraint_threshold, get_objective, group_constraint_thresholds, objective_metric
+from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
+
+__all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "MULTICLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE"]
+
+ONE_CLASS_MESSAGE = (
+    "`y` has only one class ({shown}); {name} needs exactly two classes, and with one there is nothing to "
+    "rank. Check the labels or the split."
+)
+MULTICLASS_MESSAGE = (
+    "Only binary classification is supported. `y` has {count} classes ({shown}); binarise it "
+    "(one class against the rest) before fitting {name}."
+)
+UNSEEN_LABELS_MESSAGE = "`y` has labels {shown} not seen in fit; the classes are {classes}."
+SAMPLE_WEIGHT_SCORE_MESSAGE = "`sample_weight` is not supported by {name}.score; pass None."
+
+
+class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
+    """Private base class: a raw score ``f(x)`` compared with a threshold learned in ``fit``.
+
+    Subclasses set ``objective`` (a name in :data:`~quantile_surrogate.objectives.OBJECTIVES`)
+    and ``target`` (None means the objective's default) as parameters, or override
+    :meth:`_objective_spec` and :meth:`_target`; and implement ``_raw_scores``.
+    """
+
+    # -- what a subclass supplies -------------------------------------------------------
+    def _raw_scores(self, X) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _objective_spec(self):
+        return get_objective(self.objective)
+
+    def _target(self) -> float:
+        target = getattr(self, "target", None)
+        return self._objective_spec().default_target if target is None else float(target)
+
+    def _check_X(self, X):
+        """``X`` checked against what ``fit`` saw (features, dtype), as ``_raw_scores`` expects it."""
+        return validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+
+    # -- the steps of fit ------------------------------------------------------------------
+    def _validate_training_data(self, X, y, **check):
+        """``(X, y01)``: ``X`` validated (``n_features_in_`` set), ``y01`` int64 with 1 for ``classes_[1]``."""
+        try:
+            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **check)
+        except ValueError as error:
+            if "inconsistent numbers of samples" in str(error):
+                raise ValueError(f"`X` and `y` must have the same number of rows. {error}") from error
+            raise
+        check_classification_targets(y)
+        classes = np.unique(y)
+        name = type(self).__name__
+        if classes.shape[0] == 1:
+            raise ValueError(ONE_CLASS_MESSAGE.format(shown=classes.tolist(), name=name))
+        if classes.shape[0] > 2:
+            raise ValueError(MULTICLASS_MESSAGE.format(count=classes.shape[0], shown=classes[:5].tolist(), name=name))
+        self.classes_ = classes
+        return X, (y == classes[1]).astype(np.int64)
+
+    def _encode_fit_groups(self, groups, y01):
+        """Group codes 0..G-1 (``groups_`` set to the labels), or None; every group needs a row of ``A``."""
+        self.groups_ = self.group_thresholds_ = None
+        if groups is None:
+            return None
+        labels, codes = encode_groups(groups, len(y01))
+        objective = self._objective_spec()
+        in_subset = objective.subset_mask(y01 == 1)
+        covered = np.zeros(len(labels), dtype=bool)
+        covered[codes[in_subset]] = True
+        if not covered.all():
+            label = labels[np.flatnonzero(~covered)[0]]
+            raise ValueError(GROUP_WITHOUT_SUBSET_MESSAGE.format(
+                group=label.item() if hasattr(label, "item") else label, subset=objective.subset,
+                objective=objective.name))
+        self.groups_ = labels
+        return codes
+
+    def _set_threshold(self, scores, y01, codes=None):
+        """``threshold_`` at the exact empirical quantile of the training scores (per group with ``codes``)."""
+        objective, target = self._objective_spec(), self._target()
+        if codes is None:
+            self.threshold_ = constraint_threshold(scores, y01, objective=objective.name, target=target)
+        else:
+            self.group_thresholds_ = group_constraint_thresholds(
+                scores, y01, codes, objective=objective.name, target=target, n_groups=len(self.groups_))
+            self.threshold_ = self.group_thresholds_
+        return self.threshold_
+
+    # -- the estimator API -----------------------------------------------------------------
+    def _thresholds_for(self, groups, n: int):
+        codes = group_codes(getattr(self, "groups_", None), groups, n)
+        return codes, (self.threshold_ if codes is None else self.group_thresholds_[codes])
+
+    def decision_function(self, X, groups=None):
+        """``f(x) - threshold_``, shape (n,); positive means the positive class ``classes_[1]``.
+
+        A model fitted with ``groups`` needs ``groups`` here too (labels seen in fit), and
+        each row is compared with its group's threshold: ``f(x) - group_thresholds_[g(x)]``.
+        """
+        check_is_fitted(self, "threshold_")
+        X = self._check_X(X)
+        scores = np.asarray(self._raw_scores(X), dtype=np.float64).reshape(-1)
+        _, threshold = self._thresholds_for(groups, scores.shape[0])
+        return scores - threshold
+
+    def predict(self, X, groups=None):
+        """``classes_[1]`` where :meth:`decision_function` is > 0, else ``classes_[0]``."""
+        above = self.decision_function(X, groups=groups) > 0
+        return self.classes_[above.astype(np.intp)]
+
+    def score(self, X, y, sample_weight=None, groups=None):
+        """The objective's exact metric at ``target`` on ``(X, y)`` (what ``GridSearchCV`` maximises).
+
+        Precision at recall ``target``, precision among the top ``ceil(target n)`` rows, or
+        recall at FPR ``target`` (:mod:`quantile_surrogate.metrics`), computed from
+        :meth:`decision_function`. With ``groups`` (a model fitted with groups): the metric
+        with the constraint met in every group, each at its own exact threshold on these rows
+        (:func:`~quantile_surrogate.objectives.objective_metric`). Labels not seen in ``fit``
+        are an error.
+        """
+        if sample_weight is not None:
+            raise ValueError(SAMPLE_WEIGHT_SCORE_MESSAGE.format(name=type(self).__name__))
+        check_is_fitted(self, "threshold_")
+        y = np.asarray(y)
+        known = np.isin(y, self.classes_)
+        if not known.all():
+            raise ValueError(UNSEEN_LABELS_MESSAGE.format(shown=np.unique(y[~known])[:6].tolist(),
+                                                          classes=self.classes_.tolist()))
+        decision = self.decision_function(X, groups=groups)
+        codes, _ = self._thresholds_for(groups, decision.shape[0])
+        return objective_metric((y == self.classes_[1]).astype(np.int64), decision, objective=self._objective_spec().name,
+                                target=self._target(), groups=codes,
+                                names=None if codes is None else self.groups_.tolist())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.allow_nan = False
+        return tags
