@@ -71,3 +71,45 @@ def harrell_davis(scores, level):
 
 def softplus(z):
     return math.log1p(math.exp(-abs(z))) + max(z, 0.0)
+
+
+# --- vectorised float64 twins, for samples too large for the loops above (N > 65504) ---------
+# Same definitions, written with NumPy; tests/test_quantiles.py checks them against the loops.
+
+
+def point_np(scores, level):
+    s = np.sort(np.asarray(scores, dtype=np.float64))
+    n = s.size
+    k = max(1, min(n, math.floor(round(level * n, 6))))
+    return float(s[k - 1])
+
+
+def lower_mean_np(scores, level):
+    s = np.sort(np.asarray(scores, dtype=np.float64))
+    n = s.size
+    k = max(1, min(n, math.floor(round(level * n, 6))))
+    return float(s[:k].mean())
+
+
+def interval_np(scores, low, high):
+    s = np.sort(np.asarray(scores, dtype=np.float64))
+    n = s.size
+    first = min(math.floor(round(n * low, 6)) + 1, n)
+    last = max(math.floor(round(n * high, 6)), first)
+    return float(s[first - 1:last].mean())
+
+
+def kernel_np(scores, level, h, kind="gaussian"):
+    s = np.sort(np.asarray(scores, dtype=np.float64))
+    n = s.size
+    i_star = np.searchsorted(s, s, side="right")  # ties take the largest rank
+    x = i_star / n - level
+    if kind == "gaussian":
+        log_w = -(x * x) / (2 * h * h)
+        w = np.exp(log_w - log_w.max())  # the constant factors cancel in the normalisation
+    else:
+        u = x / h
+        w = np.where(np.abs(u) < 1, 0.75 * (1 - u * u) / h, 0.0)
+    if w.sum() == 0.0:
+        return point_np(scores, level)
+    return float(np.dot(w, s) / w.sum())

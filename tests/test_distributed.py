@@ -114,14 +114,16 @@ def _worker(rank, port, out_dir):
         loss.backward()
         results["fast kernel averaged"] = (loss.detach(), local.grad)
 
-        # A gather without autograd drops the other rank's share of the threshold's gradient.
+        # all_gather_scores used directly with a plain loss: its backward must carry every rank's
+        # share of the threshold's gradient back to the rank that owns the scores.
         scores, labels = _data(sum(SPLIT), 1)
         local = _slice(scores, rank, SPLIT).clone().requires_grad_()
         local_labels = _slice(labels, rank, SPLIT)
-        gathered = all_gather_scores(local[local_labels == 1].detach())
-        naive = losses.precision_at_recall_loss(local, local_labels, recall=0.8, threshold_scores=gathered, reduction="sum")
-        naive.backward()
-        results["naive"] = local.grad
+        gathered = all_gather_scores(local[local_labels == 1])
+        loss = losses.precision_at_recall_loss(local, local_labels, recall=0.8, threshold_scores=gathered,
+                                               reduction="sum")
+        loss.backward()
+        results["gather"] = (loss.detach(), local.grad, gathered.detach())
 
         # A short DDP run; the module wrapper sets a global threshold.
         model = nn.parallel.DistributedDataParallel(_model())
@@ -208,13 +210,18 @@ def test_fast_kernel_path_and_averaged_gradients(ranks):
     torch.testing.assert_close(torch.cat([r[1] for r in results]) / WORLD, ref_grad, **TOL)
 
 
-def test_gather_without_autograd_gets_the_gradient_wrong(ranks):
-    # The check above could not pass with a non-differentiable gather: this one shows the
-    # difference is not within tolerance.
+def test_all_gather_scores_gives_the_single_process_loss_and_gradient(ranks):
+    # Each rank sums its own negatives' losses against the threshold of all positives; the
+    # ranks' losses add up to the single-process loss, and the gather's backward makes each
+    # rank's gradient the single-process gradient of its rows (a gather without autograd, or
+    # one that keeps only the local gradient, drops the other rank's term through theta).
     scores, labels = _data(sum(SPLIT), 1)
-    _, ref_grad = _reference(losses.precision_at_recall_loss, scores, labels, recall=0.8, reduction="sum")
-    naive = torch.cat([ranks[r]["naive"] for r in range(WORLD)])
-    assert float((naive - ref_grad).abs().max()) > 1e-3
+    ref_loss, ref_grad = _reference(losses.precision_at_recall_loss, scores, labels, recall=0.8, reduction="sum")
+    results = [ranks[r]["gather"] for r in range(WORLD)]
+    torch.testing.assert_close(sum(r[0] for r in results), ref_loss, **TOL)
+    torch.testing.assert_close(torch.cat([r[1] for r in results]), ref_grad, **TOL)
+    for r in results:  # every rank gathered all the positives, in rank order
+        torch.testing.assert_close(r[2], scores[labels == 1], **TOL)
 
 
 def test_ddp_training_matches_single_process(ranks):

@@ -11,14 +11,12 @@ import pytest
 import torch
 from sklearn.base import clone
 
-import quantile_surrogate.training as training_module
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.estimators._groups import (
     GROUPS_MISSING_MESSAGE,
     GROUPS_UNEXPECTED_MESSAGE,
     GROUPS_UNSEEN_MESSAGE,
 )
-from quantile_surrogate.training._loop import MIN_GROUP_SUBSET_ROWS, _Config, _Trainer
 from quantile_surrogate.losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
 from quantile_surrogate.training import objective_loss, objective_metric, predict_scores, train, training_loss
 
@@ -130,24 +128,6 @@ def test_a_single_group_is_the_ungrouped_training(batch_size):
     torch.testing.assert_close(grouped.model.weight, plain.model.weight, rtol=1e-10, atol=1e-12)
 
 
-def test_the_subset_minibatch_carries_every_group():
-    X, y, groups = grouped_blobs(n=600)
-    codes = torch.tensor(np.searchsorted(["a", "b", "c"], groups))
-    X, y = torch.tensor(X), torch.tensor(y).bool()
-    config = _Config("precision_at_recall", 0.8, "fp", "kernel", 0.05, "logistic", 0.1, 0.9, 0.0, 50, 40, False,
-                     1, 1, "random", None, False, 10, 1e-4, "loss", "metric")
-    trainer = _Trainer(config, lambda: torch.nn.Linear(3, 1), X, y, None, None, None, False, codes)
-    batches = trainer.subset_batches(12, 40, torch.Generator().manual_seed(0))
-    assert len(batches) == 12
-    positives_per_group = torch.bincount(codes[y], minlength=3)
-    for rows in batches:
-        assert bool(y[rows].all())  # rows of A only
-        per_group = torch.bincount(codes[rows], minlength=3)
-        # Each group: its share of 40, at least min(MIN_GROUP_SUBSET_ROWS, 40) (or all of its positives).
-        assert bool((per_group >= torch.clamp(positives_per_group, max=min(MIN_GROUP_SUBSET_ROWS, 40))).all())
-        assert bool((per_group <= torch.clamp(positives_per_group, max=40)).all())
-
-
 def test_minibatch_training_with_groups_and_validation_lowers_the_grouped_loss():
     X, y, groups = grouped_blobs(n=400)
     codes = torch.tensor(np.searchsorted(["a", "b", "c"], groups))
@@ -251,17 +231,6 @@ def test_pickle_and_clone_with_groups():
 
 
 # -- the memory fix -------------------------------------------------------------------------------
-def test_finite_check_runs_in_chunks_and_still_finds_nan(monkeypatch):
-    monkeypatch.setattr(training_module, "FINITE_CHECK_VALUES", 14)  # 7 rows of 2 columns a chunk
-    X = torch.randn(50, 2, dtype=torch.float64)
-    y = (torch.arange(50) % 2).long()
-    X[45, 1] = float("inf")  # in the 7th chunk
-    with pytest.raises(ValueError, match="`X` contains NaN or inf"):
-        train(lambda: torch.nn.Linear(2, 1), X, y, max_epochs=1)
-    X[45, 1] = 0.0
-    train(lambda: torch.nn.Linear(2, 1), X, y, max_epochs=1)
-
-
 def test_training_loss_in_chunks_equals_one_forward_pass():
     torch.manual_seed(0)
     n = 70_000  # more than predict_scores' default chunk of 65,536 rows

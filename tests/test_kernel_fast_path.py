@@ -1,9 +1,11 @@
-"""The windowed kernel estimator equals the full-sort reference, ties and gradients included.
+"""The NumPy selection paths equal the torch full-sort reference, ties and gradients included.
 
-``quantiles._kernel_quantile_sort`` (sort everything, weight every order statistic) is
-the reference; ``_kernel_window.kernel_quantile_window`` sorts only the rows whose kernel
-weight matters. Each comparison first asserts that the fast path was taken, so that a
-silent fallback to the full sort cannot make a test pass.
+``quantiles._kernel_quantile_sort`` (torch: sort everything, weight every order statistic;
+the path ``torch.compile`` takes) is the reference; ``_kernel_window.kernel_quantile_window``
+sorts only the rows whose kernel weight matters. Each comparison first asserts that the
+fast path was taken, so that a silent fallback to the full sort cannot make a test pass.
+The last part checks ``_selection.selection_estimates`` (NumPy, several levels, a subset)
+against ``torch_selection_estimates`` (torch, masked).
 """
 
 import math
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from quantile_surrogate import quantiles
+from quantile_surrogate import _selection, quantiles
 from quantile_surrogate._kernel_window import MIN_WINDOW_SIZE, kernel_quantile_window, window_half_width
 
 from . import _reference
@@ -57,16 +59,26 @@ def _both(scores, level, bandwidth, kernel, require_fast=True):
     fast = kernel_quantile_window(fast_in, level, bandwidth, kernel, quantiles.KERNELS[kernel])
     if fast is None:
         assert not require_fast, "the windowed path fell back to a full sort"
-        public = quantiles.kernel_quantile(fast_in, level, bandwidth, kernel)
+        public = quantiles.kernel_quantile(fast_in, level, bandwidth, kernel)  # the NumPy full sort
         ref = quantiles._kernel_quantile_sort(ref_in, level, bandwidth, kernel)
         public.backward()
         ref.backward()
-        assert torch.equal(public, ref) and torch.equal(fast_in.grad, ref_in.grad)
+        atol, grad_atol = _tolerance(scores)
+        torch.testing.assert_close(public, ref, atol=atol, rtol=0)
+        # Which of several tied rows takes a one-hot weight is arbitrary: compare per distinct value.
+        torch.testing.assert_close(_per_value(scores, fast_in.grad), _per_value(scores, ref_in.grad),
+                                   atol=grad_atol, rtol=0)
         return None, fast_in.grad, ref.detach(), ref_in.grad
     ref = quantiles._kernel_quantile_sort(ref_in, level, bandwidth, kernel)
     fast.backward()
     ref.backward()
     return fast.detach(), fast_in.grad, ref.detach(), ref_in.grad
+
+
+def _per_value(scores, grad):
+    """The gradient summed over the rows of each distinct score."""
+    _, inverse = torch.unique(scores, return_inverse=True)
+    return torch.zeros(int(inverse.max()) + 1, dtype=grad.dtype).index_add_(0, inverse, grad)
 
 
 def _tolerance(scores):
@@ -146,26 +158,48 @@ def test_gradcheck_fast_path():
 
 
 @pytest.mark.parametrize("kernel", KERNEL_NAMES)
-def test_public_function_takes_the_fast_path_and_falls_back(kernel, monkeypatch):
+def test_public_function_takes_the_window_and_falls_back_to_a_numpy_sort(kernel, monkeypatch):
     scores = _make_scores("few_ties", 3000, 6)
-    calls = []
-    original = quantiles._kernel_quantile_sort
-    monkeypatch.setattr(quantiles, "_kernel_quantile_sort", lambda *a: calls.append(a) or original(*a))
+    outcomes = []
+    original = _selection.window_selection
+    monkeypatch.setattr(_selection, "window_selection", lambda *a: outcomes.append(original(*a)) or outcomes[-1])
+    reference = quantiles._kernel_quantile_sort(scores, 0.2, 0.05, kernel)
     fast = quantiles.kernel_quantile(scores, 0.2, 0.05, kernel)
-    assert calls == []
-    assert float(fast) == pytest.approx(float(original(scores, 0.2, 0.05, kernel)), abs=1e-12)
-    # Too few scores, a dtype NumPy lacks, and (Epanechnikov) a window with no rank in it.
-    small = scores[: MIN_WINDOW_SIZE - 1]
-    for case, bandwidth in [(small, 0.05), (scores.to(torch.bfloat16), 0.05)]:
-        calls.clear()
-        quantiles.kernel_quantile(case, 0.2, bandwidth, kernel)
-        assert len(calls) == 1
+    assert len(outcomes) == 1 and outcomes[0] is not None
+    assert float(fast) == pytest.approx(float(reference), abs=1e-12)
+    # Below MIN_WINDOW_SIZE scores: no window, a NumPy sort. bfloat16: the window, on float32 values.
+    outcomes.clear()
+    quantiles.kernel_quantile(scores[: MIN_WINDOW_SIZE - 1], 0.2, 0.05, kernel)
+    assert outcomes == []
+    half = scores.to(torch.bfloat16)
+    value = quantiles.kernel_quantile(half, 0.2, 0.05, kernel)
+    assert len(outcomes) == 1 and outcomes[0] is not None and value.dtype == torch.bfloat16
+    assert float(value) == pytest.approx(float(quantiles._kernel_quantile_sort(half.float(), 0.2, 0.05, kernel)),
+                                         rel=2 ** -8)
     if kernel == "epanechnikov":
-        calls.clear()
+        outcomes.clear()
         empty_window = _make_scores("continuous", 2000, 7)
         value = quantiles.kernel_quantile(empty_window, 0.50025, 1e-4, kernel)  # ranks in (1000.3, 1000.7)
-        assert len(calls) == 1
+        assert outcomes == [None]
         assert float(value) == float(quantiles.point_quantile(empty_window, 0.50025))
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+def test_certificate_catches_a_window_that_holds_only_a_far_tie(kernel):
+    # 90 % of the float32 scores tie at 1.0, so every tied row has rank i* ~ 0.98 N. At level
+    # 0.45 the window (in value) holds only that tie, far from the kernel's centre, while the
+    # ~8 % of scores below it, dropped from the window, are nearer the centre and carry most of
+    # the weight: the right value is ~0.76, the tie alone would give 1.0. The certificate sees
+    # that the dropped weight dominates and the full sort runs.
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=10_000).astype(np.float32)
+    values[rng.random(10_000) < 0.9] = 1.0
+    scores = torch.from_numpy(values)
+    for level in (0.05, 0.2, 0.4, 0.45, 0.5, 0.55, 0.8, 0.95):
+        expected = _reference.kernel_np(values, level, 0.05, kernel)
+        assert float(quantiles.kernel_quantile(scores, level, 0.05, kernel)) == pytest.approx(expected, abs=1e-5)
+    if kernel == "gaussian":
+        assert kernel_quantile_window(scores, 0.45, 0.05, kernel, quantiles.KERNELS[kernel]) is None
 
 
 def test_all_scores_tied():
@@ -177,7 +211,9 @@ def test_all_scores_tied():
         assert float(ref) == pytest.approx(0.25, abs=1e-13)
         if fast is not None:
             assert float(fast) == pytest.approx(0.25, abs=1e-13)
-        torch.testing.assert_close(fast_grad, ref_grad, atol=1e-15, rtol=0)
+        # One tie group: every row gets the same weight (Gaussian), or one row all of it (the
+        # Epanechnikov fallback to the point estimate, whichever tied row): total weight 1.
+        torch.testing.assert_close(_per_value(scores, fast_grad), _per_value(scores, ref_grad), atol=1e-12, rtol=0)
 
 
 def test_window_half_width_matches_float_precision():
@@ -204,3 +240,46 @@ def test_sample_miss_triggers_exact_selection(monkeypatch):
     atol, grad_atol = _tolerance(scores)
     torch.testing.assert_close(fast, ref, atol=atol, rtol=0)
     torch.testing.assert_close(fast_grad, ref_grad, atol=grad_atol, rtol=0)
+
+
+# --- _selection: NumPy (several levels, a subset) against the masked torch path -------------
+
+SELECTION_LEVELS = (0.05, 0.1, 0.5, 0.9, 0.95)
+
+
+@pytest.mark.parametrize("name", _selection.SELECTION_ESTIMATORS)
+@pytest.mark.parametrize("kind", ["continuous", "heavy_ties"])
+@pytest.mark.parametrize("n", [50, 3000])
+def test_numpy_selection_equals_the_masked_torch_path(name, kind, n):
+    # The torch path is what torch.compile and other devices run: the two must agree on the value
+    # and on the gradient (per distinct score: which tied row takes a one-hot weight is arbitrary).
+    scores = _make_scores(kind, n, seed=n)
+    subset = torch.as_tensor(np.random.default_rng(n).random(n) < 0.3)
+    for mask in (None, subset):
+        for levels in (SELECTION_LEVELS[2:3], SELECTION_LEVELS):
+            fast_in, ref_in = scores.clone().requires_grad_(), scores.clone().requires_grad_()
+            fast = _selection.selection_estimates(name, fast_in, levels, 0.05, mask)
+            ref = _selection.torch_selection_estimates(name, ref_in, levels, 0.05, mask)
+            torch.testing.assert_close(fast, ref, atol=1e-12, rtol=0)
+            weights = torch.arange(1.0, len(levels) + 1, dtype=torch.float64)  # a different weight per level
+            (fast * weights).sum().backward()
+            (ref * weights).sum().backward()
+            torch.testing.assert_close(_per_value(scores, fast_in.grad), _per_value(scores, ref_in.grad),
+                                       atol=1e-12, rtol=0)
+            if mask is not None:
+                assert float(fast_in.grad[~mask].abs().max()) == 0.0  # rows outside A get no gradient
+                expected = [_reference.point_np(scores[mask].numpy(), c) if name == "point" else
+                            _reference.kernel_np(scores[mask].numpy(), c, 0.05, _selection.KERNEL_OF_ESTIMATOR[name])
+                            for c in levels]
+                torch.testing.assert_close(fast, torch.tensor(expected, dtype=torch.float64), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("name", _selection.SELECTION_ESTIMATORS)
+def test_empty_subset_gives_nan_and_no_nan_gradient(name):
+    for path in (_selection.selection_estimates, _selection.torch_selection_estimates):
+        scores = torch.randn(20, dtype=torch.float64, requires_grad=True)
+        estimates = path(name, scores, (0.3, 0.7), 0.05, torch.zeros(20, dtype=torch.bool))
+        assert estimates.shape == (2,) and bool(torch.isnan(estimates).all())
+        if estimates.requires_grad:  # the torch path keeps the graph: its gradient must be 0, not NaN
+            torch.where(torch.isnan(estimates), 0.0, estimates).sum().backward()
+            assert bool((scores.grad == 0).all())

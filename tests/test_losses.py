@@ -88,10 +88,55 @@ def test_threshold_scores_replace_the_subset():
     other = torch.randn(40, dtype=torch.float64) + 3.0
     out = L.precision_at_recall_loss(scores, labels, 0.9, threshold_scores=other, return_threshold=True)
     assert float(out.threshold) == pytest.approx(float(qs.kernel_quantile(other, 0.1, 0.05)))
-    # The batch's own positives do not matter any more.
-    relabelled = L.precision_at_recall_loss(scores, torch.zeros_like(labels).index_fill(0, torch.tensor([0]), 1),
-                                            0.9, threshold_scores=other, reduction="none")
-    assert relabelled.shape == scores.shape
+    # The batch's own positives do not matter any more: with other labels, each negative pays
+    # softplus(s - theta) against the same threshold from `other`.
+    theta = ref.kernel(other.tolist(), 0.1, 0.05)
+    new_labels = torch.zeros_like(labels).index_fill(0, torch.tensor([0]), 1)
+    relabelled = L.precision_at_recall_loss(scores, new_labels, 0.9, threshold_scores=other, reduction="none")
+    expected = [0.0 if y else ref.softplus(float(v) - theta) for v, y in zip(scores, new_labels)]
+    assert relabelled.tolist() == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("quantile, reference", [
+    ("interval", lambda a, c, h: ref.interval(a, max(c - h, 0.0), min(c + h, 1.0))),
+    ("lower_mean", lambda a, c, h: ref.lower_mean(a, c)),
+    ("harrell_davis", lambda a, c, h: ref.harrell_davis(a, c)),
+    ("epanechnikov", lambda a, c, h: ref.kernel(a, c, h, "epanechnikov")),
+    ("point", lambda a, c, h: ref.point(a, c)),
+])
+def test_each_estimator_sets_the_threshold_it_names(quantile, reference):
+    # As a loss's estimator, "interval" is the mean of the order statistics in [c - h, c + h]
+    # (not one order statistic), at level c = 1 - recall of the positives.
+    scores, labels = random_batch(n=80, seed=8)
+    positives = scores[labels == 1].tolist()
+    for recall, bandwidth in ((0.8, 0.1), (0.5, 0.2)):
+        out = L.precision_at_recall_loss(scores, labels, recall, quantile=quantile, bandwidth=bandwidth,
+                                         reduction="sum", return_threshold=True)
+        theta = reference(positives, 1 - recall, bandwidth)
+        assert float(out.threshold) == pytest.approx(theta, abs=1e-12)
+        negatives = scores[labels == 0].tolist()
+        assert float(out.loss) == pytest.approx(sum(ref.softplus(v - theta) for v in negatives), abs=1e-10)
+
+
+def test_subset_words_and_masks_agree():
+    scores, labels = random_batch()
+    positive = labels == 1
+    for word, mask in (("positives", positive), ("negatives", ~positive), ("all", torch.ones_like(positive))):
+        torch.testing.assert_close(L.rate_constrained_loss(scores, labels, rate=0.3, subset=word),
+                                   L.rate_constrained_loss(scores, labels, rate=0.3, subset=mask))
+
+
+@pytest.mark.parametrize("quantile", ["point", "kernel", "epanechnikov", "lower_mean", "interval"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_a_sequence_of_rates_is_the_mean_of_the_single_rate_losses(quantile, reduction):
+    # pr_auc_loss shares one selection across its levels; it must equal the levels one by one.
+    scores, labels = random_batch(n=300, seed=9)
+    rates = (0.2, 0.5, 0.9)
+    kw = dict(subset="positives", quantile=quantile, bandwidth=0.1, reduction=reduction)
+    singles = [L.rate_constrained_loss(scores, labels, rate=r, return_threshold=True, **kw) for r in rates]
+    joint = L.rate_constrained_loss(scores, labels, rate=rates, return_threshold=True, **kw)
+    torch.testing.assert_close(joint.loss, torch.stack([o.loss for o in singles]).mean(dim=0))
+    torch.testing.assert_close(joint.threshold, torch.stack([o.threshold for o in singles]))
 
 
 def test_reductions_agree():
@@ -151,14 +196,14 @@ def test_empty_subset_gives_zero_loss_and_nan_threshold_or_raises():
         L.precision_at_recall_loss(scores, labels, 0.9, empty_subset="raise")
     # A separate subset minibatch fixes it.
     loss = L.precision_at_recall_loss(scores, labels, 0.9, threshold_scores=torch.randn(5, dtype=torch.float64))
-    assert float(loss) > 0
+    assert float(loss.detach()) > 0
 
 
 def test_no_penalised_rows_gives_zero():
     scores = torch.randn(8, requires_grad=True)
     labels = torch.ones(8, dtype=torch.long)
     loss = L.precision_at_recall_loss(scores, labels, 0.5)
-    assert float(loss) == 0.0
+    assert float(loss.detach()) == 0.0
     loss.backward()
     assert bool((scores.grad == 0).all())
 
@@ -189,40 +234,14 @@ def test_pr_auc_is_the_mean_of_precision_at_recall_losses():
         L.pr_auc_loss(scores, labels, ())
 
 
-MODULE_CASES = [
-    (qs.PrecisionAtRecallLoss(0.8, quantile="point"), lambda s, y: L.precision_at_recall_loss(s, y, 0.8, quantile="point")),
-    (qs.PrecisionAtRateLoss(0.1, form="tp"), lambda s, y: L.precision_at_rate_loss(s, y, 0.1, form="tp")),
-    (qs.RecallAtFPRLoss(0.1, reduction="sum"), lambda s, y: L.recall_at_fpr_loss(s, y, 0.1, reduction="sum")),
-    (qs.PRAUCLoss((0.3, 0.7)), lambda s, y: L.pr_auc_loss(s, y, (0.3, 0.7))),
-]
-
-
-@pytest.mark.parametrize("module, function", MODULE_CASES)
-def test_module_equals_function_and_keeps_the_threshold(module, function):
-    scores, labels = random_batch()
-    torch.testing.assert_close(module(scores, labels), function(scores, labels))
-    assert bool(torch.isfinite(module.threshold).all())
-    assert "quantile=" in repr(module)
-
-
-def test_rate_constrained_module_takes_the_subset_per_call():
-    scores, labels = random_batch()
-    module = qs.RateConstrainedLoss(0.5, penalize="positives")
-    subset = scores > 0
-    torch.testing.assert_close(
-        module(scores, labels, subset=subset),
-        L.rate_constrained_loss(scores, labels, rate=0.5, subset=subset, penalize="positives"),
-    )
-
-
 # --- bad input ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda s, y: L.precision_at_recall_loss(s, y, 1.5), ValueError, "`rate` must be strictly between 0 and 1"),
-        (lambda s, y: L.precision_at_recall_loss(s, y, 0.0), ValueError, "`rate` must be strictly between 0 and 1"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 1.5), ValueError, "`recall` must be strictly between 0 and 1"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.0), ValueError, "`recall` must be strictly between 0 and 1"),
         (lambda s, y: L.precision_at_rate_loss(s[:0], y[:0], 0.1), ValueError, "`scores` is empty"),
         (lambda s, y: L.precision_at_rate_loss(s.index_fill(0, torch.tensor([3]), float("nan")), y, 0.1),
          ValueError, "`scores` contains NaN or inf"),
@@ -238,6 +257,26 @@ def test_rate_constrained_module_takes_the_subset_per_call():
         (lambda s, y: L.rate_constrained_loss(s, y, rate=0.5, subset=y[:3] == 1), ValueError, "`subset` has 3 entries"),
         (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, threshold_scores=torch.tensor([float("inf")])),
          ValueError, "`threshold_scores` contains NaN or inf"),
+        (lambda s, y: L.recall_at_fpr_loss(s, y, 0.0), ValueError, "`fpr` must be strictly between 0 and 1"),
+        (lambda s, y: L.precision_at_rate_loss(s, y, 1.0), ValueError, "`rate` must be strictly between 0 and 1"),
+        (lambda s, y: L.pr_auc_loss(s, y, (0.5, 1.0)), ValueError, "`recalls` must be strictly between 0 and 1"),
+        (lambda s, y: L.pr_auc_loss(s, y, 0.5), TypeError, "`recalls` must be a sequence"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, "0.9"), TypeError, "`recall` must be a real number"),
+        (lambda s, y: L.precision_at_recall_loss(s, y.tolist(), 0.9), TypeError, "`labels` must be a torch.Tensor"),
+        (lambda s, y: L.precision_at_recall_loss(s, y.numpy(), 0.9), TypeError, "`labels` must be a torch.Tensor"),
+        (lambda s, y: L.precision_at_recall_loss(s.tolist(), y, 0.9), TypeError, "`scores` must be a torch.Tensor"),
+        (lambda s, y: L.precision_at_recall_loss(s, y.double() / 2, 0.9), ValueError, "`labels` must be binary"),
+        (lambda s, y: L.precision_at_recall_loss(s, y - 1, 0.9), ValueError, "`labels` must be binary"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, surrogate=None), TypeError, "`surrogate` must be a string"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, reduction=0), TypeError, "`reduction` must be a string"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, quantile=3), TypeError, "`quantile` must be an estimator"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, quantile="median"), ValueError, "`quantile` must be one"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, empty_subset="skip"), ValueError, "`empty_subset` must"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, return_threshold=1), TypeError, "`return_threshold` must"),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, bandwith=0.1), TypeError, "bandwith"),
+        (lambda s, y: L.rate_constrained_loss(s, y, rate=0.5, subset="everything"), ValueError, "`subset` must be one"),
+        (lambda s, y: L.rate_constrained_loss(s, y, rate=0.5, subset="all", penalize="both"), ValueError,
+         "`penalize` must be one of"),
     ],
 )
 def test_bad_input(call, error, match):
@@ -335,3 +374,96 @@ def test_bad_groups(kwargs, error, match):
     scores, labels = random_batch()
     with pytest.raises(error, match=match):
         L.precision_at_recall_loss(scores, labels, 0.5, **kwargs)
+
+
+# --- half precision (float16, bfloat16) above 65504 rows, with and without autocast --------
+
+HALF_N = 100_000  # 80 % negatives: a float16 count of the penalised rows (80000 > 65504) would be inf
+
+
+def _reference_loss(values, positive, rates, subset_rows, penalize):
+    """Float64, from eq. (2): theta = q(f(A), 1 - rate) (Gaussian kernel); mean softplus over the penalised rows."""
+    thresholds = [ref.kernel_np(values[subset_rows], 1 - r, 0.05) for r in rates]
+    penalised = values[~positive if penalize == "negatives" else positive]
+    per_rate = [np.mean(np.logaddexp(0.0, penalised - t if penalize == "negatives" else t - penalised))
+                for t in thresholds]
+    return float(np.mean(per_rate)), thresholds
+
+
+HALF_LOSSES = {
+    "precision_at_recall": (lambda s, y, **kw: L.precision_at_recall_loss(s, y, 0.9, **kw), (0.9,), "pos", "negatives"),
+    "precision_at_rate fp": (lambda s, y, **kw: L.precision_at_rate_loss(s, y, 0.05, **kw), (0.05,), "all", "negatives"),
+    "precision_at_rate tp": (lambda s, y, **kw: L.precision_at_rate_loss(s, y, 0.05, form="tp", **kw), (0.05,), "all",
+                             "positives"),
+    "recall_at_fpr": (lambda s, y, **kw: L.recall_at_fpr_loss(s, y, 0.05, **kw), (0.05,), "neg", "positives"),
+    "pr_auc": (lambda s, y, **kw: L.pr_auc_loss(s, y, (0.2, 0.5, 0.8), **kw), (0.2, 0.5, 0.8), "pos", "negatives"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("autocast", [False, True])
+def test_half_precision_losses_match_the_float64_reference_above_65504_rows(dtype, autocast):
+    rng = np.random.default_rng(3)
+    positive_np = rng.random(HALF_N) < 0.2
+    values = torch.as_tensor(rng.normal(size=HALF_N) + positive_np).to(dtype)
+    exact = values.double().numpy()  # the reference sees the same (rounded) scores
+    labels = torch.as_tensor(positive_np).long()
+    eps = torch.finfo(dtype).eps
+    rows = {"pos": positive_np, "neg": ~positive_np, "all": np.ones(HALF_N, dtype=bool)}
+    for name, (loss_fn, rates, subset, penalize) in HALF_LOSSES.items():
+        expected, thresholds = _reference_loss(exact, positive_np, rates, rows[subset], penalize)
+        scores = values.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=dtype, enabled=autocast):
+            out = loss_fn(scores, labels, return_threshold=True)
+        assert out.loss.dtype == dtype and out.threshold.dtype == dtype, name
+        # The threshold is the float32 estimate rounded once; the loss adds half-precision margins
+        # and softplus (about eps each, relative), summed in float32.
+        torch.testing.assert_close(out.threshold.double(), torch.tensor(thresholds, dtype=torch.float64).squeeze(),
+                                   atol=1e-5, rtol=eps / 2, msg=name)
+        assert float(out.loss.detach()) == pytest.approx(expected, abs=4 * eps * (1 + expected)), name
+        out.loss.backward()
+        wide = values.double().requires_grad_()
+        loss_fn(wide, labels).backward()
+        scale = float(wide.grad.abs().max())
+        torch.testing.assert_close(scores.grad.double(), wide.grad, atol=16 * eps * scale, rtol=0, msg=name)
+
+
+# --- torch.compile ---------------------------------------------------------------------------
+
+
+def test_no_graph_break_with_validate_args_false():
+    # Under compile the point and kernel estimators take the masked torch path (no NumPy, no
+    # boolean indexing, no .item()), so the whole loss is one graph.
+    scores, labels = random_batch(n=200, seed=12)
+    for quantile in ("point", "kernel"):
+        kw = dict(quantile=quantile, validate_args=False)
+        for fn in (lambda s, y: L.precision_at_recall_loss(s, y, 0.8, **kw),
+                   lambda s, y: L.precision_at_rate_loss(s, y, 0.1, form="tp", **kw),
+                   lambda s, y: L.recall_at_fpr_loss(s, y, 0.1, **kw),
+                   lambda s, y: L.rate_constrained_loss(s, y, rate=0.5, subset=s > 0, **kw),
+                   lambda s, y: L.pr_auc_loss(s, y, **kw)):
+            torch._dynamo.reset()
+            explanation = torch._dynamo.explain(fn)(scores, labels)
+            assert explanation.graph_break_count == 0, (quantile, explanation.break_reasons)
+    torch._dynamo.reset()
+
+
+@pytest.mark.slow
+def test_compiled_losses_give_the_eager_values_and_gradients():
+    scores, labels = random_batch(n=300, seed=13)
+
+    def losses(s, y):
+        return (L.precision_at_recall_loss(s, y, 0.8, validate_args=False),
+                L.precision_at_rate_loss(s, y, 0.1, quantile="point", validate_args=False),
+                L.pr_auc_loss(s, y, (0.3, 0.6), quantile="epanechnikov", bandwidth=0.1, validate_args=False),
+                L.recall_at_fpr_loss(s, y, 0.2, quantile="lower_mean"))  # validated: graph breaks, same values
+
+    torch._dynamo.reset()
+    compiled_in, eager_in = scores.clone().requires_grad_(), scores.clone().requires_grad_()
+    compiled, eager = torch.compile(losses)(compiled_in, labels), losses(eager_in, labels)
+    for got, expected in zip(compiled, eager):
+        torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
+        (grad_got,) = torch.autograd.grad(got, compiled_in, retain_graph=True)
+        (grad_expected,) = torch.autograd.grad(expected, eager_in, retain_graph=True)
+        torch.testing.assert_close(grad_got, grad_expected, atol=1e-12, rtol=0)
+    torch._dynamo.reset()

@@ -1,9 +1,14 @@
 """Metrics against brute-force loops over thresholds."""
 
+import math
+import warnings
+
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import UndefinedMetricWarning
 
 from quantile_surrogate import metrics as M
 
@@ -38,6 +43,47 @@ def test_precision_at_recall_and_recall_at_fpr_match_brute_force(data, target):
     if 0 < y.sum() < len(y):
         feasible = [r for _, r, f in curve if f <= target] + [0.0]
         assert M.recall_at_fpr(y, s, target) == pytest.approx(max(feasible))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=labelled_scores, j=st.integers(1, 40), ties=st.booleans())
+def test_targets_on_the_boundary_of_an_achievable_rate(data, j, ties):
+    # A recall target equal to an achievable recall j / n_pos (an FPR target equal to j / n_neg)
+    # is met with equality: a ">" where ">=" belongs (or "<" for "<=") drops that operating point.
+    # Continuous random targets almost never land there, so draw them from the achievable values.
+    y, s = map(np.array, data)
+    s = s.astype(float) if ties else s + np.arange(len(s)) * 1e-3  # with and without tied scores
+    curve = brute_force_curve(y, s)
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    if n_pos >= 2 and j < n_pos:
+        target = j / n_pos
+        expected = max(p for p, r, _ in curve if r >= target)
+        assert M.precision_at_recall(y, s, target) == pytest.approx(expected)
+    if n_pos >= 1 and n_neg >= 2 and j < n_neg:
+        target = j / n_neg
+        feasible = [r for _, r, f in curve if f <= target] + [0.0]
+        assert M.recall_at_fpr(y, s, target) == pytest.approx(max(feasible))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: M.precision_at_recall([0, 0, 0], [0.1, 0.2, 0.3], 0.5),  # no positive: recall is 0/0
+        lambda: M.recall_at_fpr([0, 0, 0], [0.1, 0.2, 0.3], 0.5),  # no positive
+        lambda: M.recall_at_fpr([1, 1, 1], [0.1, 0.2, 0.3], 0.5),  # no negative: FPR is 0/0
+    ],
+)
+def test_undefined_metrics_are_nan_with_a_warning(call):
+    with pytest.warns(UndefinedMetricWarning, match="is undefined: `y_true` has no"):
+        assert math.isnan(call())
+
+
+def test_defined_metrics_do_not_warn_and_accept_array_likes():
+    y, s = [1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values = [M.precision_at_recall(container(y), container(s), 0.75) for container in (list, np.array, torch.tensor)]
+    assert values == [pytest.approx(2 / 3)] * 3
 
 
 def test_precision_at_k_shares_ties_fairly():

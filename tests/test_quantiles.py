@@ -261,3 +261,50 @@ def test_bad_types():
         Q.interval_quantile(torch.tensor([1.0, 2.0]), 0.6, 0.4)
     with pytest.raises(ValueError, match="`quantile` must be one of"):
         Q.resolve_quantile("median")
+
+
+# --- half precision (float16, bfloat16), with and without autocast -------------------------
+
+VECTOR_REFERENCES = {
+    "point": (lambda s, c: Q.point_quantile(s, c), ref.point_np),
+    "gaussian": (lambda s, c: Q.kernel_quantile(s, c, 0.05), lambda s, c: ref.kernel_np(s, c, 0.05)),
+    "epanechnikov": (lambda s, c: Q.kernel_quantile(s, c, 0.08, "epanechnikov"),
+                     lambda s, c: ref.kernel_np(s, c, 0.08, "epanechnikov")),
+    "lower_mean": (lambda s, c: Q.lower_mean_quantile(s, c), ref.lower_mean_np),
+    "harrell_davis": (lambda s, c: Q.harrell_davis_quantile(s, c), ref.harrell_davis),
+    "interval": (lambda s, c: Q.interval_quantile(s, max(c - 0.1, 0.0), min(c + 0.1, 1.0)),
+                 lambda s, c: ref.interval_np(s, max(c - 0.1, 0.0), min(c + 0.1, 1.0))),
+}
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_vectorised_references_match_the_loops(ties):
+    values = random_scores(150, seed=1, ties=ties)
+    loops = {"point": ref.point, "lower_mean": ref.lower_mean, "harrell_davis": ref.harrell_davis,
+             "gaussian": lambda s, c: ref.kernel(s, c, 0.05),
+             "epanechnikov": lambda s, c: ref.kernel(s, c, 0.08, "epanechnikov"),
+             "interval": lambda s, c: ref.interval(s, max(c - 0.1, 0.0), min(c + 0.1, 1.0))}
+    for name, loop in loops.items():
+        for level in LEVELS:
+            assert VECTOR_REFERENCES[name][1](values, level) == pytest.approx(loop(values, level), abs=1e-12)
+
+
+HALF_N = 70_000  # above 65504, the largest float16: a float16 count or rank would be inf
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("autocast", [False, True])
+def test_half_precision_matches_the_float64_reference_above_65504_rows(dtype, autocast):
+    # The estimate is computed in float32 and rounded once to the input's dtype: within half an
+    # ulp of the reference on the same (rounded) values, plus float32 noise. A float16 rank
+    # (exact only up to 2048, inf above 65504) or a float16 count would miss by far more.
+    values = torch.as_tensor(np.random.default_rng(5).normal(size=HALF_N)).to(dtype)
+    exact = values.double().numpy()
+    half_ulp = torch.finfo(dtype).eps / 2
+    with torch.autocast("cpu", dtype=dtype, enabled=autocast):
+        for name, (estimate, reference) in VECTOR_REFERENCES.items():
+            for level in (0.05, 0.5, 0.95):
+                got = estimate(values, level)
+                expected = reference(exact, level)
+                assert got.dtype == dtype, name
+                assert float(got) == pytest.approx(expected, abs=half_ulp * abs(expected) + 1e-5), (name, level)

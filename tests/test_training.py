@@ -1,24 +1,23 @@
 """Algorithm 1 (quantile_surrogate.training): batches, restarts, starts, stopping, checkpoints."""
 
-import math
-import os
-import subprocess
-import sys
-import time
+import warnings
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch import nn
 
+import quantile_surrogate._validation as validation_module
+from quantile_surrogate.metrics import precision_at_recall
+from quantile_surrogate.objectives import OBJECTIVES, TiedScoresWarning, allowed_count
 from quantile_surrogate.training.models import fit_logistic, mlp_scorer
 from quantile_surrogate.training import (
     TrainingDivergedError,
     constraint_threshold,
     objective_loss,
     predict_scores,
-    subset_mask,
     train,
     training_loss,
 )
@@ -91,116 +90,80 @@ def test_a_module_template_is_redrawn_for_each_restart():
     assert result.restart_losses[0] != result.restart_losses[1]
 
 
-def test_mlp_and_a_user_module_train():
-    X, y = blobs()
-    result = train(lambda: mlp_scorer(3, (8,)), X, y, random_state=0, **FAST)
-    assert math.isfinite(result.loss)
+class Scaled(torch.nn.Module):
+    """A user's module whose output is (n, 1)."""
 
-    class Scaled(torch.nn.Module):  # any module whose output is (n, 1)
-        def __init__(self):
-            super().__init__()
-            self.inner = torch.nn.Linear(3, 1)
-
-        def forward(self, x):
-            return 2.0 * self.inner(x)
-
-    assert math.isfinite(train(Scaled, X, y, random_state=0, **FAST).loss)
-
-
-def trained(built):
-    """Inputs seen by the one model that trained (train also builds models only to probe and to load into)."""
-    (model,) = [m for m in built if m.inputs]
-    return model.inputs
-
-
-# -- Algorithm 1, step 2: which rows set the threshold ----------------------------------------
-class Recorder(torch.nn.Module):
-    """A linear model that remembers the inputs of each forward pass."""
-
-    def __init__(self, d):
+    def __init__(self):
         super().__init__()
-        self.linear = torch.nn.Linear(d, 1)
-        self.inputs = []
+        self.inner = torch.nn.Linear(3, 1)
 
     def forward(self, x):
-        if self.training:
-            self.inputs.append(x.detach().clone())
-        return self.linear(x)
+        return 2.0 * self.inner(x)
 
 
-@pytest.mark.parametrize("objective,in_subset", [
-    ("precision_at_recall", lambda flag: flag == 1),
-    ("recall_at_fpr", lambda flag: flag == 0),
-    ("precision_at_rate", lambda flag: flag >= 0),
-])
-def test_the_subset_minibatch_comes_from_A_only(objective, in_subset):
-    X, y = blobs(n=200)
-    X = torch.cat([X, y[:, None].double()], dim=1)  # last column: the label, to see where rows come from
-    built = []  # train deep-copies a module template, so record through a factory
-
-    def factory():
-        built.append(Recorder(4))
-        return built[-1]
-
-    train(factory, X, y, objective=objective, target=0.5, batch_size=50, subset_batch_size=7, max_epochs=2,
-          random_state=0)
-    inputs = trained(built)
-    assert len(inputs) == 2 * 4  # 2 epochs of 200 / 50 batches, one forward pass each
-    for x in inputs:
-        assert x.shape[0] == 50 + 7
-        assert bool(in_subset(x[50:, -1]).all())
-    # Over one epoch the subset stream visits distinct rows of A before repeating any.
-    a_rows = torch.cat([x[50:] for x in inputs[:4]])
-    n_subset = int(subset_mask(y, objective).sum())
-    assert torch.unique(a_rows, dim=0).shape[0] == min(28, n_subset)
-
-
-def test_subset_from_batch_uses_the_batch_rows_of_A():
-    X, y = blobs(n=200)
-    seen = []
-
-    def quantile(scores, level):
-        seen.append(scores.numel())
-        return scores.min()
-
-    built = []
-
-    def factory():
-        built.append(Recorder(3))
-        return built[-1]
-
-    train(factory, X, y, objective="precision_at_recall", target=0.5, batch_size=50, subset_from_batch=True,
-          quantile=quantile, max_epochs=1, random_state=0)
-    batches = trained(built)
-    positives = [int(y[(X[:, None, :] == b[None]).all(-1).any(-1)].sum()) for b in batches]
-    assert [x.shape[0] for x in batches] == [50] * 4
-    assert seen[:4] == positives  # then one full-batch call for the final training loss
-
-
-def test_full_batch_is_one_forward_pass_per_epoch():
+@pytest.mark.parametrize("factory", [lambda: mlp_scorer(3, (8,)), Scaled], ids=["mlp", "user module"])
+def test_mlp_and_a_user_module_train(factory):
     X, y = blobs()
+    result = train(factory, X, y, random_state=0, **FAST)
+    start = factory().double()
+    start.load_state_dict(result.initial_state)
+    settings_ = dict(objective="precision_at_recall", target=0.95)
+    # The reported loss is the full-batch loss of the returned parameters, and training lowered it.
+    assert result.loss == pytest.approx(training_loss(result.model, X, y, **settings_), rel=1e-12)
+    assert result.loss < training_loss(start, X, y, **settings_) - 0.01
+
+
+@pytest.mark.parametrize("template", [linear(), torch.nn.Linear(3, 1)], ids=["factory", "module"])
+def test_restart_zero_follows_random_state_not_the_global_rng(template):
+    X, y = blobs()
+    runs = []
+    for global_seed, random_state in ((1, 7), (2, 7), (1, 8)):
+        torch.manual_seed(global_seed)
+        # Full batch: the random start is the only random choice.
+        runs.append(train(template, X, y, max_epochs=2, random_state=random_state))
+    a, b, c = runs
+    assert all(torch.equal(a.initial_state[k], b.initial_state[k]) for k in a.initial_state)
+    assert torch.equal(params(a.model), params(b.model))
+    assert not torch.equal(a.initial_state["weight"], c.initial_state["weight"])
+
+
+class DropoutScorer(nn.Module):
+    """An MLP with dropout that records, for every forward pass, (autograd on, training mode)."""
+
+    def __init__(self, d=3):
+        super().__init__()
+        self.hidden, self.drop, self.out = nn.Linear(d, 16), nn.Dropout(0.5), nn.Linear(16, 1)
+        self.modes = []
+
+    def forward(self, x):
+        self.modes.append((torch.is_grad_enabled(), self.training))
+        return self.out(self.drop(torch.tanh(self.hidden(x))))
+
+
+def test_scoring_is_in_eval_mode_and_training_steps_in_train_mode():
+    X, y = blobs()
+    Xv, yv = blobs(n=150, seed=9)
     built = []
 
     def factory():
-        built.append(Recorder(3))
+        built.append(DropoutScorer())
         return built[-1]
 
-    train(factory, X, y, batch_size=None, max_epochs=3, random_state=0)
-    assert [x.shape[0] for x in trained(built)] == [300] * 3
+    result = train(factory, X, y, validation=(Xv, yv), batch_size=100, max_epochs=3, learning_rate=0.1, random_state=0)
+    modes = [mode for model in built for mode in model.modes]
+    # A pass with autograd is a training step (dropout on); one without is scoring (dropout off).
+    assert {grad for grad, _ in modes} == {True, False}
+    assert all(training == grad for grad, training in modes)
+    # The reported loss and validation values are those of the deterministic (eval-mode) model.
+    with torch.no_grad():
+        scores, val_scores = result.model(X).reshape(-1), result.model(Xv).reshape(-1)
+    expected = objective_loss(scores, y.bool(), objective="precision_at_recall", target=0.95,
+                              threshold_scores=scores[y == 1]).loss
+    assert result.loss == pytest.approx(float(expected), rel=1e-12)
+    assert result.validation_curve[result.best_epoch] == precision_at_recall(yv.numpy(), val_scores.numpy(), 0.95)
 
 
 # -- starts, stopping, validation ---------------------------------------------------------------
-def test_logistic_start_matches_sklearn_logistic_regression():
-    from sklearn.linear_model import LogisticRegression
-
-    X, y = blobs()
-    model = torch.nn.Linear(3, 1).double()
-    fit_logistic(model, X, y, alpha=1 / X.shape[0])
-    reference = LogisticRegression(C=1.0, tol=1e-10, max_iter=1000).fit(X.numpy(), y.numpy())
-    np.testing.assert_allclose(model.weight.detach().numpy(), reference.coef_, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(model.bias.detach().numpy(), reference.intercept_, rtol=1e-4, atol=1e-6)
-
-
 def test_mixed_init_starts_restart_zero_at_logistic_regression():
     X, y = blobs()
     mixed = train(linear(), X, y, init="mixed", n_restarts=2, max_epochs=1, learning_rate=1e-12, random_state=0)
@@ -243,6 +206,34 @@ def test_validation_keeps_the_best_epoch():
     assert kept == max(curve)
 
 
+@pytest.mark.parametrize("select", ["validation", "loss"])
+def test_validation_keeps_the_best_epoch_of_the_best_restart(select):
+    X, y = blobs(n=300)
+    Xv, yv = blobs(n=150, seed=9)
+    recorded = []
+
+    def separation(y_true, scores):
+        """A continuous validation value (no ties, so the validation loss never decides)."""
+        return float((scores[y_true == 1].mean() - scores[y_true == 0].mean()) / scores.std())
+
+    def metric(y_true, scores):
+        recorded.append(separation(y_true, scores))
+        return recorded[-1]
+
+    result = train(linear(), X, y, validation=(Xv, yv), validation_metric=metric, select=select, n_restarts=3,
+                   batch_size=64, max_epochs=6, learning_rate=0.3, random_state=0)
+    per_restart = np.array(recorded).reshape(3, 7)  # restart by restart: the start, then 6 epochs
+    if select == "validation":
+        assert result.restart == int(np.argmax(per_restart.max(axis=1)))
+    else:
+        assert result.restart == int(np.argmin(result.restart_losses))
+    assert result.validation_curve == per_restart[result.restart].tolist()
+    assert result.best_epoch == int(np.argmax(per_restart[result.restart]))
+    kept = separation(yv.numpy(), predict_scores(result.model, Xv).numpy())
+    assert kept == pytest.approx(per_restart[result.restart].max(), rel=1e-12)
+    assert len(set(per_restart.max(axis=1).round(12))) == 3  # the restarts differ: the choice was real
+
+
 def test_divergence_raises_and_suggests_a_smaller_learning_rate():
     X, y = blobs()
     with pytest.raises(TrainingDivergedError, match="smaller learning_rate"):
@@ -270,6 +261,16 @@ def test_bad_arguments_name_themselves(kwargs, name):
         train(linear(), X, y, **kwargs)
 
 
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(batch_size=1.5), "batch_size"), (dict(max_epochs=True), "max_epochs"), (dict(n_restarts="2"), "n_restarts"),
+    (dict(learning_rate="0.1"), "learning_rate"), (dict(momentum=None), "momentum"), (dict(tol=[1]), "tol"),
+])
+def test_arguments_of_the_wrong_type_are_type_errors(kwargs, name):
+    X, y = blobs(n=40)
+    with pytest.raises(TypeError, match=f"`{name}`"):
+        train(linear(), X, y, **kwargs)
+
+
 def test_bad_data_is_refused():
     X, y = blobs(n=40)
     bad = X.clone()
@@ -280,6 +281,25 @@ def test_bad_data_is_refused():
         train(linear(), X, y[:-1])
     with pytest.raises(ValueError, match="subset A"):
         train(linear(), X, torch.zeros_like(y), objective="precision_at_recall")
+    with pytest.raises(TypeError, match="`X` must be a torch.Tensor"):
+        train(linear(), X.numpy(), y)
+    with pytest.raises(TypeError, match="`X` must be a floating point tensor"):
+        train(linear(), X.long(), y)
+    with pytest.raises(TypeError, match="`y` must be a torch.Tensor"):
+        train(linear(), X, y.tolist())
+    with pytest.raises(ValueError, match="`y` must be binary"):
+        train(linear(), X, 2 * y)
+
+
+def test_finite_check_runs_in_chunks_and_still_finds_nan(monkeypatch):
+    monkeypatch.setattr(validation_module, "FINITE_CHECK_VALUES", 14)  # 7 rows of 2 columns a chunk
+    X = torch.randn(50, 2, dtype=torch.float64)
+    y = (torch.arange(50) % 2).long()
+    X[45, 1] = float("inf")  # in the 7th chunk
+    with pytest.raises(ValueError, match="`X` contains NaN or inf"):
+        train(lambda: torch.nn.Linear(2, 1), X, y, max_epochs=1)
+    X[45, 1] = 0.0
+    train(lambda: torch.nn.Linear(2, 1), X, y, max_epochs=1)
 
 
 # -- the exact training threshold ------------------------------------------------------------
@@ -291,92 +311,24 @@ def test_constraint_threshold_is_the_tightest_one_that_holds(values, seed, objec
     scores = np.array(values, dtype=float)  # small integers: many ties
     labels = np.random.default_rng(seed).integers(0, 2, scores.size)
     labels[:2] = [0, 1]
-    theta = constraint_threshold(scores, labels, objective=objective, target=target)
+    spec = OBJECTIVES[objective]
+    subset = np.asarray(spec.subset_mask(labels == 1))
+    k = allowed_count(objective, int(subset.sum()), target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TiedScoresWarning)  # ties may make exactly k impossible
+        theta = constraint_threshold(scores, labels, objective=objective, target=target)
     predicted = scores > theta
-    if objective == "recall_at_fpr":
-        negatives = labels == 0
-        allowed = math.floor(round(target * negatives.sum(), 6))
-        assert predicted[negatives].sum() <= allowed
-        # Lowering theta to the next score below would let in too many negatives or no new row.
+    if spec.bound == "at_most":  # a ceiling: never more than k rows of A
+        assert predicted[subset].sum() <= k
+        # Lowering theta to the next score below would let in more than k rows of A.
         below = scores[scores <= theta]
         if below.size:
-            assert (scores[negatives] >= below.max()).sum() > allowed
-    else:
-        subset = labels == 1 if objective == "precision_at_recall" else np.ones_like(labels, dtype=bool)
-        needed = max(math.ceil(round(target * subset.sum(), 6)), 1)
-        assert predicted[subset].sum() >= needed
+            assert (scores[subset] >= below.max()).sum() > k
+    else:  # a floor: never fewer than k rows of A
+        assert predicted[subset].sum() >= k
         # Raising theta to the lowest predicted score would break the constraint.
-        assert (scores[subset] > scores[predicted].min()).sum() < needed
+        assert (scores[subset] > scores[predicted].min()).sum() < k
     assert not np.isin(theta, scores)  # strictly between scores: rounding cannot flip a row
-
-
-# -- checkpoints ------------------------------------------------------------------------------
-CKPT = dict(batch_size=40, n_restarts=2, init="mixed", max_epochs=6, learning_rate=0.1, random_state=5)
-
-
-def test_checkpoint_resume_after_an_interruption_is_bit_identical(tmp_path):
-    X, y = blobs()
-    Xv, yv = blobs(n=100, seed=7)
-    settings_ = dict(CKPT, validation=(Xv, yv), early_stopping=True, n_iter_no_change=4)
-    reference = train(linear(), X, y, **settings_)
-    path = tmp_path / "fit.pt"
-
-    def stop_in_restart_one(info):
-        if info["restart"] == 1 and info["epoch"] == 2:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        train(linear(), X, y, checkpoint=path, callback=stop_in_restart_one, **settings_)
-    assert path.exists()
-    epochs = []
-    resumed = train(linear(), X, y, checkpoint=path, callback=lambda i: epochs.append((i["restart"], i["epoch"])),
-                    **settings_)
-    assert epochs[0] == (1, 3)  # it went on from where it stopped
-    assert torch.equal(params(resumed.model), params(reference.model))
-    assert resumed.restart_losses == reference.restart_losses
-    assert resumed.loss_curve == reference.loss_curve
-    assert [p.name for p in tmp_path.iterdir()] == ["fit.pt"]  # no temporary file left behind
-    # A finished checkpoint returns the same result without training again.
-    again = train(linear(), X, y, checkpoint=path, callback=lambda i: pytest.fail("trained again"), **settings_)
-    assert torch.equal(params(again.model), params(reference.model))
-
-
-def test_a_checkpoint_from_other_data_is_refused(tmp_path):
-    X, y = blobs()
-    path = tmp_path / "fit.pt"
-    train(linear(), X, y, checkpoint=path, max_epochs=2, random_state=0)
-    with pytest.raises(ValueError, match="checkpoint"):
-        train(linear(), X + 1, y, checkpoint=path, max_epochs=2, random_state=0)
-
-
-KILLED_SCRIPT = """
-import sys, time, torch
-sys.path.insert(0, {tests!r})
-from test_training import blobs, linear, CKPT
-from quantile_surrogate.training import train
-X, y = blobs()
-train(linear(), X, y, checkpoint={path!r}, callback=lambda info: time.sleep(0.3), **CKPT)
-"""
-
-
-@pytest.mark.slow
-def test_checkpoint_resume_after_a_killed_process_is_bit_identical(tmp_path):
-    X, y = blobs()
-    reference = train(linear(), X, y, **CKPT)
-    path = tmp_path / "fit.pt"
-    script = KILLED_SCRIPT.format(tests=os.path.dirname(__file__), path=str(path))
-    process = subprocess.Popen([sys.executable, "-c", script])
-    try:
-        deadline = time.monotonic() + 120
-        while not path.exists() and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.05)
-        assert path.exists(), "the child wrote no checkpoint"
-        process.kill()  # SIGKILL: no clean-up runs in the child
-    finally:
-        process.wait()
-    resumed = train(linear(), X, y, checkpoint=path, **CKPT)
-    assert torch.equal(params(resumed.model), params(reference.model))
-    assert resumed.restart_losses == reference.restart_losses
 
 
 def test_objective_loss_matches_the_named_losses():

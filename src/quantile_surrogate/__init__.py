@@ -9,7 +9,13 @@ ordinary loss.
 from importlib.metadata import PackageNotFoundError, version
 
 from . import losses, metrics, quantiles
-from .estimators import GuaranteedThresholdClassifier, QuantileClassifier, calibrate_threshold, calibration
+from .estimators import (
+    GuaranteedThresholdClassifier,
+    QuantileBoostingClassifier,
+    QuantileClassifier,
+    calibrate_threshold,
+    calibration,
+)
 from .losses import (
     pr_auc_loss,
     precision_at_rate_loss,
@@ -40,6 +46,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "QuantileClassifier",
+    "QuantileBoostingClassifier",
     "train",
     "TrainResult",
     "TrainingDivergedError",

@@ -20,11 +20,13 @@ and 8.9 in float64 at ``h = 0.05``). So:
    within ``(eps / 2) (max s - min s)`` of the full-sort one. Otherwise (heavy ties near
    the level, tiny ``N h``) the caller falls back to the full sort.
 
-The bookkeeping runs in NumPy on CPU tensors: NumPy's SIMD sorts are 5-10x faster than
+The bookkeeping runs in NumPy on CPU tensors: NumPy's SIMD sorts are 5-40x faster than
 ``torch.sort`` on CPU, and float32 keys are sorted together with their positions packed
 into one uint64 (order-preserving float bits in the high word), which gives an argsort
 at the cost of a plain sort. The differentiable part stays in torch: the estimate is
 ``dot(w, scores[kept])``, whose gradient is ``w`` on the kept rows and 0 elsewhere.
+Half precision scores are handled in float32 (:func:`host_values`): ranks and weights
+need more than float16's 11 bits.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-__all__ = ["window_half_width", "kernel_quantile_window", "MIN_WINDOW_SIZE"]
+__all__ = [
+    "window_half_width", "kernel_quantile_window", "window_selection", "host_values", "order_and_ranks",
+    "sorted_tied_ranks", "host_weights", "MIN_WINDOW_SIZE",
+]
 
 MIN_WINDOW_SIZE = 1024
 """Below this many scores a full sort costs less than the bookkeeping."""
@@ -46,8 +51,9 @@ _SAMPLE_SIZE = 4096
 # the exact re-selection it costs) rare for any row order that is not adversarial.
 _SAMPLE_MARGIN = 4.0 * 0.5 / math.sqrt(_SAMPLE_SIZE)
 
-_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
-_SIGN = np.uint64(0x80000000)
+_HOST_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_NUMPY_OF = {torch.float32: np.float32, torch.float64: np.float64}
+_SIGN = np.uint32(0x80000000)
 _LOW_WORD = np.uint64(0xFFFFFFFF)
 
 
@@ -64,26 +70,43 @@ def window_half_width(kernel: str, bandwidth: float, dtype: torch.dtype) -> floa
     return math.sqrt(2.0 * math.log(1.0 / (0.6 * eps * bandwidth))) * bandwidth
 
 
-def _argsort(values: np.ndarray) -> np.ndarray:
+def order_and_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, ranks)``: an ascending argsort, and the 1-based tied rank ``i* = max{j : s_(j) = s_(i)}``
+    of each sorted value (ties take the largest rank), in O(m) after the sort.
+
+    float32 values are sorted as one uint64 array of (order-preserving value bits, position):
+    an argsort at the cost of a plain SIMD sort, and the sorted high words find the ties
+    without gathering the values again.
+    """
     if values.dtype == np.float32:
-        # Order-preserving map of IEEE bits to uint32 (flip all bits of negatives, set
-        # the sign bit of positives), then the position in the low word: one uint64 sort.
-        keys = values.view(np.uint32).astype(np.uint64)
-        keys ^= np.where(keys >= _SIGN, _LOW_WORD, _SIGN)
+        # Flip all bits of negatives and set the sign bit of positives; -0.0 + 0.0 is +0.0, so
+        # that the two zeros, equal as numbers, have one key.
+        bits = (values + np.float32(0.0)).view(np.uint32)
+        flip = (bits >> np.uint32(31)) * np.uint32(0x7FFFFFFF)  # 0x7FFFFFFF for negatives, 0 otherwise
+        flip |= _SIGN
+        keys = (bits ^ flip).astype(np.uint64)
         keys <<= np.uint64(32)
         keys |= np.arange(values.size, dtype=np.uint64)
-        return (np.sort(keys) & _LOW_WORD).astype(np.int64)
-    return np.argsort(values)
+        keys.sort()
+        order = (keys & _LOW_WORD).astype(np.int64)
+        keys >>= np.uint64(32)
+        return order, sorted_tied_ranks(keys)
+    order = np.argsort(values)
+    return order, sorted_tied_ranks(values[order])
 
 
-def _tied_ranks(sorted_values: np.ndarray) -> np.ndarray:
+def sorted_tied_ranks(sorted_values: np.ndarray) -> np.ndarray:
     """1-based ``i* = max{j : s_(j) = s_(i)}`` on ascending values, in O(m) (no binary search)."""
     m = sorted_values.size
-    last = np.empty(m, dtype=bool)
-    np.not_equal(sorted_values[1:], sorted_values[:-1], out=last[:-1])
-    last[-1] = True
-    end = np.where(last, np.arange(1, m + 1), m + 1)
-    return np.minimum.accumulate(end[::-1])[::-1]
+    repeated = np.flatnonzero(sorted_values[1:] == sorted_values[:-1])  # i with s_(i) = s_(i+1), 0-based
+    ranks = np.arange(1, m + 1)
+    if repeated.size:
+        # Each run of consecutive repeats i = a..b is a tie group a..b+1: all take rank b + 2.
+        starts = np.flatnonzero(np.diff(repeated, prepend=-2) != 1)
+        stops = np.append(starts[1:], repeated.size) - 1
+        group_rank = repeated[stops] + 2
+        ranks[repeated] = np.repeat(group_rank, stops - starts + 1)
+    return ranks
 
 
 def _bracket(values: np.ndarray, lo: int, hi: int, exact: bool) -> tuple[float, float]:
@@ -105,6 +128,16 @@ def _bracket(values: np.ndarray, lo: int, hi: int, exact: bool) -> tuple[float, 
     return a, b
 
 
+def host_values(scores: torch.Tensor) -> np.ndarray | None:
+    """A NumPy copy (or view) of CPU float scores, half precision widened to float32; None otherwise."""
+    if scores.device.type != "cpu" or scores.dtype not in _HOST_DTYPES:
+        return None
+    values = scores.detach()
+    if values.dtype in (torch.float16, torch.bfloat16):
+        values = values.float()
+    return values.numpy()
+
+
 def kernel_quantile_window(
     scores: torch.Tensor,
     level: float,
@@ -114,15 +147,25 @@ def kernel_quantile_window(
 ) -> torch.Tensor | None:
     """The kernel estimate from the rows inside the window, or ``None`` to ask for a full sort.
 
-    ``None`` when the input is not a float32/float64 CPU tensor of at least
-    :data:`MIN_WINDOW_SIZE` scores, or when the certificate fails. Weights are computed
-    exactly as in ``quantiles.kernel_weights`` (same dtype arithmetic on the same ranks).
+    ``None`` when the input is not a CPU float tensor of at least :data:`MIN_WINDOW_SIZE`
+    scores, or when the certificate fails. The estimate has the dtype of ``scores``.
     """
-    if scores.device.type != "cpu" or scores.dtype not in _NUMPY_DTYPES or scores.numel() < MIN_WINDOW_SIZE:
+    values = host_values(scores)
+    if values is None or values.size < MIN_WINDOW_SIZE:
         return None
-    values = scores.detach().numpy()
+    dtype = torch.promote_types(scores.dtype, torch.float32)
+    selection = window_selection(values, level, bandwidth, kernel, log_kernel, dtype)
+    if selection is None:
+        return None
+    rows, weights = selection
+    picked = scores.index_select(0, torch.from_numpy(rows)).to(weights.dtype)
+    return torch.dot(weights[0], picked).to(scores.dtype)
+
+
+def _bracket_rows(values: np.ndarray, level: float, bandwidth: float, kernel: str, dtype: torch.dtype):
+    """``(kept, n_below, n_kept)``: the rows with ``a <= s <= b`` for a bracket that holds the window, or None."""
     n = values.size
-    half = window_half_width(kernel, bandwidth, scores.dtype)
+    half = window_half_width(kernel, bandwidth, dtype)
     lo = math.floor(n * (level - half))
     hi = math.ceil(n * (level + half))
     center = level * n
@@ -140,34 +183,79 @@ def kernel_quantile_window(
         # The dropped rows' rank bounds must lie on either side of the kernel's centre,
         # where the kernel is monotone; a bracket that misses the window fails that.
         if (n_below == 0 or n_below <= min(lo, center)) and (n_above == 0 or n_below + n_kept + 1 >= max(hi, center)):
-            break
-    else:
-        return None
-    if n_kept == 0:
-        return None
+            return kept, n_below, n_kept
+    return None
 
+
+def window_selection(
+    values: np.ndarray,
+    level: float,
+    bandwidth: float,
+    kernel: str,
+    log_kernel: Callable[[torch.Tensor], torch.Tensor],
+    dtype: torch.dtype,
+) -> tuple[np.ndarray, torch.Tensor] | None:
+    """``(rows, weights)`` of the kernel estimate ``dot(weights[0], values[rows])``, or None.
+
+    ``weights`` has shape (1, r) and ``dtype`` (float32 or float64), by the formula of
+    ``quantiles.kernel_weights`` (a softmax of the log-kernel, in the same dtype, on the same
+    ranks). None when the bracket is empty or the certificate fails (the caller then sorts
+    every value).
+    """
+    bracket = _bracket_rows(values, level, bandwidth, kernel, dtype)
+    if bracket is None or bracket[2] == 0:
+        return None
+    kept, n_below, n_kept = bracket
+    n = values.size
     kept_values = values if kept is None else values[kept]
-    order = _argsort(kept_values)
+    order, ranks = order_and_ranks(kept_values)
     rows = order if kept is None else kept[order]
-    ranks = n_below + _tied_ranks(kept_values[order])
+    ranks += n_below
 
-    dtype = scores.dtype
-    log_w = log_kernel((torch.from_numpy(ranks).to(dtype) / n - level) / bandwidth)
-    peak = log_w.max()
-    unnormalised = torch.exp(log_w - peak)
-    kept_mass = unnormalised.sum()
-    # Certificate, in log space relative to the kept peak: log D - log M <= log(eps / 2).
-    counts = (n_below, n_above)
-    edge_ranks = torch.tensor([n_below, n_below + n_kept + 1], dtype=dtype)
-    log_edges = log_kernel((edge_ranks / n - level) / bandwidth) - peak
-    bound = (peak.item(), kept_mass.item(), log_edges.tolist())
-    if not math.isfinite(bound[0]):
+    # The arithmetic of kernel_weights (same dtype, same operations) in NumPy, which dispatches
+    # small operations faster than torch; only the log-kernel itself is the torch function.
+    log_w = log_kernel(torch.from_numpy(_scaled(ranks, n, level, bandwidth, dtype))).numpy()
+    peak = float(log_w.max())
+    if not math.isfinite(peak):  # a compact kernel with no kept rank inside its window
         return None
+    unnormalised = np.exp(log_w - peak)
+    kept_mass = float(unnormalised.sum())
+    # Certificate, in log space relative to the kept peak: log D - log M <= log(eps / 2).
+    counts = (n_below, n - n_below - n_kept)
+    edges = _scaled(np.array([n_below, n_below + n_kept + 1]), n, level, bandwidth, dtype)
+    log_edges = (log_kernel(torch.from_numpy(edges)).numpy() - peak).tolist()
     log_dropped = -math.inf
-    for count, log_edge in zip(counts, bound[2]):
+    for count, log_edge in zip(counts, log_edges):
         if count:
             log_dropped = np.logaddexp(log_dropped, math.log(count) + log_edge)
-    if log_dropped - math.log(bound[1]) > math.log(0.5 * torch.finfo(dtype).eps):
+    if log_dropped - math.log(kept_mass) > math.log(0.5 * torch.finfo(dtype).eps):
         return None
-    weights = unnormalised / kept_mass
-    return torch.dot(weights, scores.index_select(0, torch.from_numpy(rows)))
+    unnormalised /= kept_mass
+    return rows, torch.from_numpy(unnormalised).unsqueeze(0)
+
+
+def _scaled(ranks: np.ndarray, n: int, level, bandwidth: float, dtype: torch.dtype) -> np.ndarray:
+    """``u = (r / n - c) / h`` in ``dtype``, as torch computes it; ``level`` may be a column of levels."""
+    u = ranks.astype(_NUMPY_OF[dtype]) / n
+    u = u - np.asarray(level, dtype=u.dtype)
+    u /= bandwidth
+    return u
+
+
+def host_weights(ranks: np.ndarray, levels, bandwidth: float, log_kernel, dtype: torch.dtype, point) -> torch.Tensor:
+    """Normalised kernel weights of ascending order statistics with tied ``ranks``, one row per level: (L, m).
+
+    The softmax of :func:`quantile_surrogate._selection.normalised_weights`, in NumPy. A level
+    whose compact kernel holds no rank puts all its weight on ``point[l]`` (0-based).
+    """
+    column = np.asarray(levels, dtype=np.float64).reshape(-1, 1)
+    log_w = log_kernel(torch.from_numpy(_scaled(ranks, ranks.size, column, bandwidth, dtype))).numpy()
+    peak = log_w.max(axis=1, keepdims=True)
+    empty = ~np.isfinite(peak[:, 0])
+    if empty.any():
+        log_w[empty] = -np.inf
+        log_w[empty, np.asarray(point)[empty]] = 0.0
+        peak[empty] = 0.0
+    weights = np.exp(log_w - peak)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return torch.from_numpy(weights)

@@ -13,17 +13,27 @@ positive bound, or positives below it, the true positive bound) and ``l`` is the
 (softplus) or hinge upper bound of the 0-1 step.
 
 :func:`rate_constrained_loss` is that general form. The named losses are calls to it with
-a fixed subset:
+a fixed subset (``subset=`` takes the same words):
 
 ==============================  =================  =========  ==================
 loss                            subset A           penalised  paper
 ==============================  =================  =========  ==================
-``precision_at_recall_loss``    positives          negatives  eq. (7)
-``precision_at_rate_loss`` fp   every row          negatives  eq. (9)
-``precision_at_rate_loss`` tp   every row          positives  eq. (10)
-``recall_at_fpr_loss``          negatives          positives  Neyman-Pearson
-``pr_auc_loss``                 positives          negatives  eq. (7), Riemann sum
+``precision_at_recall_loss``    ``"positives"``    negatives  eq. (7)
+``precision_at_rate_loss`` fp   ``"all"``          negatives  eq. (9)
+``precision_at_rate_loss`` tp   ``"all"``          positives  eq. (10)
+``recall_at_fpr_loss``          ``"negatives"``    positives  Neyman-Pearson
+``pr_auc_loss``                 ``"positives"``    negatives  eq. (7), Riemann sum
 ==============================  =================  =========  ==================
+
+Inputs are torch tensors (a list or a NumPy array raises ``TypeError``). Float16 and
+bfloat16 scores, with or without ``torch.autocast``, are supported: the quantile's ranks
+and weights and the reduction's sums and counts are computed in float32, and the loss
+has the scores' dtype. Under ``torch.compile`` the point and kernel estimators take a
+torch path automatically, since NumPy cannot be compiled (:mod:`quantile_surrogate._selection`);
+with ``validate_args=False`` the losses then compile into one graph. The input checks of
+``validate_args=True``, ``groups=``, ``empty_subset="raise"`` and the other estimators read
+data on the host and break the graph (the values stay those of eager mode): in a compiled
+training step, check the data once and pass ``validate_args=False``.
 """
 
 from __future__ import annotations
@@ -35,14 +45,18 @@ import torch.nn.functional as F
 
 from ._validation import (
     check_bandwidth,
-    check_labels,
+    check_bool,
+    check_groups,
     check_mask,
     check_option,
     check_reduction,
     check_scores,
+    check_scores_and_labels,
     check_target,
+    check_targets,
 )
-from .quantiles import resolve_quantile
+from ._rate_loss import EMPTY_SUBSET_MESSAGE, group_thresholds, is_scalar, penalty, subset_rows, thresholds
+from .quantiles import QUANTILE_ESTIMATORS
 
 __all__ = [
     "rate_constrained_loss",
@@ -71,12 +85,12 @@ SURROGATES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 """Upper bounds ``l(z) >= c 1[z > 0]`` of the step: logistic ``log(1 + e^z)``, hinge ``max(0, 1 + z)``."""
 
 PENALIZE = ("negatives", "positives")
+SUBSETS = ("positives", "negatives", "all")
 EMPTY_SUBSET = ("zero", "raise")
-EMPTY_SUBSET_MESSAGE = (
-    "The subset that sets the threshold is empty in this batch (no row of `subset` is True "
-    "and no `threshold_scores` were given). Pass `threshold_scores=` from a separate "
-    "minibatch of the subset (Algorithm 1, step 2), or use larger batches."
+NO_SUBSET_MESSAGE = (
+    "Pass `subset=` (a bool row mask of A, or one of 'positives', 'negatives', 'all') or `threshold_scores=`."
 )
+QUANTILE_TYPE_MESSAGE = "`quantile` must be an estimator name such as 'kernel' or a callable f(scores, level); got {}."
 
 
 class QuantileLossOutput(NamedTuple):
@@ -85,15 +99,28 @@ class QuantileLossOutput(NamedTuple):
     loss: torch.Tensor
     """The reduced (or unreduced) loss."""
     threshold: torch.Tensor
-    """The quantile estimate used as the threshold, a 0-d tensor (NaN if the subset was empty)."""
+    """The quantile estimate used as the threshold (NaN if the subset was empty); shape () for one rate."""
+
+
+def check_loss_settings(*, quantile="kernel", bandwidth=0.05, surrogate="logistic", reduction="mean",
+                        empty_subset="zero") -> float:
+    """Check the settings every loss shares (the loss modules call this in ``__init__``); returns the bandwidth."""
+    if not callable(quantile):
+        if not isinstance(quantile, str):
+            raise TypeError(QUANTILE_TYPE_MESSAGE.format(type(quantile).__name__))
+        check_option(quantile, QUANTILE_ESTIMATORS, "quantile")
+    check_option(surrogate, SURROGATES, "surrogate")
+    check_reduction(reduction)
+    check_option(empty_subset, EMPTY_SUBSET, "empty_subset")
+    return check_bandwidth(bandwidth)
 
 
 def rate_constrained_loss(
     scores: torch.Tensor,
     labels: torch.Tensor,
     *,
-    rate: float,
-    subset: torch.Tensor | None = None,
+    rate: float | Sequence[float],
+    subset: torch.Tensor | str | None = None,
     penalize: str = "negatives",
     threshold_scores: torch.Tensor | None = None,
     groups: torch.Tensor | None = None,
@@ -123,13 +150,15 @@ def rate_constrained_loss(
 
     Parameters
     ----------
-    scores : Tensor of shape (N,)
+    scores : Tensor of shape (N,), floating point
         Raw scores ``f(x)`` (never passed through a sigmoid).
     labels : Tensor of shape (N,)
-        Binary labels, {0, 1} or bool.
-    rate : float in (0, 1)
+        Binary labels, {0, 1} of any numeric dtype, or bool.
+    rate : float in (0, 1), or a sequence of them
         The constraint level ``c``: the fraction of ``A`` that must score above the threshold.
-    subset : bool Tensor of shape (N,), optional
+        With a sequence the loss is the mean over the rates of the loss at each rate (the
+        Riemann sum of :func:`pr_auc_loss`), and every rate shares one selection or sort.
+    subset : bool Tensor of shape (N,), or {"positives", "negatives", "all"}, optional
         The rows of ``A`` in this batch. Ignored when ``threshold_scores`` is given;
         otherwise required.
     penalize : {"negatives", "positives"}
@@ -139,7 +168,7 @@ def rate_constrained_loss(
     groups : integer Tensor of shape (N,), optional
         Group codes 0..G-1. Each group gets its own threshold ``q(f(A & G_g), 1 - rate)``
         and each row is compared with its group's threshold, so the constraint holds in
-        every group: with ``subset`` every row it is the same predicted positive rate in
+        every group: with ``subset="all"`` it is the same predicted positive rate in
         every group (demographic parity); with the positives, recall >= rate in every
         group (equal opportunity). The returned threshold then has shape (G,); a group
         with no row of ``A`` gets a NaN threshold and its rows no loss.
@@ -162,18 +191,22 @@ def rate_constrained_loss(
     return_threshold : bool
         Return :class:`QuantileLossOutput` ``(loss, threshold)`` instead of the loss alone.
     validate_args : bool
-        Check the inputs (a device sync for the finiteness check). The training loop turns
-        this off after checking once.
+        Check the arguments and the inputs: types and shapes, binary labels, and finite
+        scores (one fused reduction, one device sync). The training loop turns this off
+        after checking once.
 
     Returns
     -------
-    Tensor, of shape () or (N,) for ``reduction="none"``; or :class:`QuantileLossOutput`.
+    Tensor of the scores' dtype, of shape () or (N,) for ``reduction="none"``; or
+    :class:`QuantileLossOutput`, whose threshold has shape () for one rate, (len(rate),) for
+    a sequence, and a trailing group axis (G,) with ``groups``.
 
     Notes
     -----
     If no row is penalised (a batch without negatives, say), the loss is 0 and so is its
     gradient. The "mean" divisor counts penalised rows in this batch, so the loss scale
-    does not depend on the class balance of the batch.
+    does not depend on the class balance of the batch. Sums and counts are accumulated in
+    float32 for half precision scores (a float16 count overflows above 65504 rows).
 
     Examples
     --------
@@ -181,92 +214,71 @@ def rate_constrained_loss(
     statistic, 0; the one negative at 0 costs ``log 2``:
 
     >>> scores = torch.tensor([0.0, 1.0, 0.0]); labels = torch.tensor([1, 1, 0])
-    >>> rate_constrained_loss(scores, labels, rate=0.5, subset=labels == 1, quantile="point")
+    >>> rate_constrained_loss(scores, labels, rate=0.5, subset="positives", quantile="point")
     tensor(0.6931)
     """
     if validate_args:
-        check_scores(scores)
-        positive = check_labels(labels, scores.numel())
-        rate = check_target(rate, "rate")
-        check_option(penalize, PENALIZE, "penalize")
-        check_option(surrogate, SURROGATES, "surrogate")
-        check_option(empty_subset, EMPTY_SUBSET, "empty_subset")
-        check_reduction(reduction)
-        bandwidth = check_bandwidth(bandwidth)
-        if threshold_scores is not None:
-            if threshold_scores.numel() > 0:
-                check_scores(threshold_scores, "threshold_scores")
-        elif subset is None:
-            raise ValueError("Pass `subset=` (a bool row mask of A) or `threshold_scores=`.")
-        else:
-            check_mask(subset, scores.numel(), "subset")
-        if groups is not None:
-            _check_groups(groups, scores.numel(), "groups")
-            if threshold_scores is not None:
-                if threshold_groups is None:
-                    raise ValueError("With `groups=` and `threshold_scores=`, pass `threshold_groups=` too.")
-                _check_groups(threshold_groups, threshold_scores.numel(), "threshold_groups")
+        positive, rate, bandwidth = _check_arguments(
+            scores, labels, rate, subset, penalize, threshold_scores, groups, threshold_groups,
+            dict(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate, reduction=reduction,
+                 empty_subset=empty_subset), return_threshold,
+        )
     else:
         positive = labels if labels.dtype == torch.bool else labels == 1
-
+    single = is_scalar(rate)
+    rates = (float(rate),) if single else tuple(float(r) for r in rate)
+    if threshold_scores is None:
+        if subset is None:
+            raise ValueError(NO_SUBSET_MESSAGE)
+        subset = subset_rows(subset, positive)
+    else:
+        subset = None
     penalized = ~positive if penalize == "negatives" else positive
-    estimate = resolve_quantile(quantile, bandwidth)
+    settings = (quantile, bandwidth, empty_subset)
     if groups is None:
-        reference = threshold_scores if threshold_scores is not None else scores[subset]
-        if reference.numel() == 0 and empty_subset == "raise":
-            raise ValueError(EMPTY_SUBSET_MESSAGE)
-        threshold = _estimate_or_nan(estimate, reference, 1.0 - rate, scores)
-        row_threshold = threshold
-        live = penalized if reference.numel() else torch.zeros_like(penalized)
+        threshold, row_threshold, live = thresholds(scores, rates, subset, threshold_scores, settings)
+        threshold = threshold.reshape(()) if single else threshold
     else:
-        threshold, row_threshold, live = _group_thresholds(
-            estimate, scores, groups, subset, threshold_scores, threshold_groups, rate, empty_subset
+        threshold, row_threshold, live = group_thresholds(
+            scores, groups, rates, subset, threshold_scores, threshold_groups, settings
         )
-        live = penalized & live
-    margin = scores - row_threshold if penalize == "negatives" else row_threshold - scores
-    # Rows whose threshold is undefined (empty subset) get 0, not NaN: where() keeps NaN out of the graph.
-    per_row = torch.where(live, SURROGATES[surrogate](torch.where(live, margin, 0.0)), 0.0)
-    if reduction == "none":
-        loss = per_row
-    elif reduction == "sum":
-        loss = per_row.sum()
-    else:
-        loss = per_row.sum() / live.sum().clamp(min=1).to(scores.dtype)
+        threshold = threshold[:, 0] if single else threshold.T
+    live = penalized if live is True else penalized & live
+    loss = penalty(scores, row_threshold, live, penalize, SURROGATES[surrogate], reduction)
     return QuantileLossOutput(loss, threshold) if return_threshold else loss
 
 
-def _estimate_or_nan(estimate, reference, level, like):
-    if reference.numel() == 0:
-        return torch.full((), float("nan"), dtype=like.dtype, device=like.device)
-    return estimate(reference, level)
-
-
-def _group_thresholds(estimate, scores, groups, subset, threshold_scores, threshold_groups, rate, empty_subset):
-    """One threshold per group code ``g``: ``q(f(A & G_g), 1 - rate)``; rows of groups with no reference row are dropped."""
+def _check_arguments(scores, labels, rate, subset, penalize, threshold_scores, groups, threshold_groups,
+                     settings, return_threshold):
+    """Every check of :func:`rate_constrained_loss`; returns ``(positive rows, rate, bandwidth)``."""
+    positive = check_scores_and_labels(scores, labels)  # one device sync for both
+    n = scores.numel()
+    rate = check_target(rate, "rate") if is_scalar(rate) else check_targets(rate, "rate")
+    check_option(penalize, PENALIZE, "penalize")
+    bandwidth = check_loss_settings(**settings)
+    check_bool(return_threshold, "return_threshold")
     if threshold_scores is not None:
-        reference, reference_groups = threshold_scores, threshold_groups
+        if not isinstance(threshold_scores, torch.Tensor) or threshold_scores.numel():
+            check_scores(threshold_scores, "threshold_scores")
+    elif subset is None:
+        raise ValueError(NO_SUBSET_MESSAGE)
+    elif isinstance(subset, str):
+        check_option(subset, SUBSETS, "subset")
     else:
-        reference, reference_groups = scores[subset], groups[subset]
-    n_groups = int(max(groups.max(), reference_groups.max() if reference_groups.numel() else 0)) + 1
-    thresholds = []
-    for g in range(n_groups):
-        members = reference[reference_groups == g]
-        if members.numel() == 0 and empty_subset == "raise":
-            raise ValueError(f"Group {g}: " + EMPTY_SUBSET_MESSAGE)
-        thresholds.append(_estimate_or_nan(estimate, members, 1.0 - rate, scores))
-    thresholds = torch.stack(thresholds)
-    row_threshold = thresholds[groups]
-    return thresholds, row_threshold, ~torch.isnan(row_threshold)
+        check_mask(subset, n, "subset")
+    if groups is not None:
+        check_groups(groups, n, "groups")
+        if threshold_scores is not None:
+            if threshold_groups is None:
+                raise ValueError("With `groups=` and `threshold_scores=`, pass `threshold_groups=` too.")
+            check_groups(threshold_groups, threshold_scores.numel(), "threshold_groups")
+    return positive, rate, bandwidth
 
 
-def _check_groups(groups, n, name):
-    if not isinstance(groups, torch.Tensor) or groups.dtype in (torch.bool,) or groups.is_floating_point():
-        raise TypeError(f"`{name}` must be an integer tensor of group codes 0..G-1; encode labels with "
-                        "numpy.unique(..., return_inverse=True).")
-    if groups.ndim != 1 or groups.numel() != n:
-        raise ValueError(f"`{name}` has shape {tuple(groups.shape)}; it needs one group code per row ({n}).")
-    if groups.numel() and int(groups.min()) < 0:
-        raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}.")
+def _check_named_target(value, name: str, kwargs: dict):
+    # The named losses pass their target on as `rate`; check it first under the name the user typed.
+    if kwargs.get("validate_args", True):
+        check_targets(value, name) if name == "recalls" else check_target(value, name)
 
 
 def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=None, **kwargs):
@@ -278,7 +290,7 @@ def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=
     Recall >= r on the positives fixes ``theta`` at their (1 - r)-quantile; the loss bounds
     the false positives at that threshold, and fewer false positives at a fixed number of
     true positives is higher precision. It is :func:`rate_constrained_loss` with
-    ``subset=labels == 1`` and ``penalize="negatives"``; ``threshold_scores`` are then
+    ``subset="positives"`` and ``penalize="negatives"``; ``threshold_scores`` are then
     scores of positives. Other keyword arguments are those of :func:`rate_constrained_loss`.
 
     Examples
@@ -288,11 +300,9 @@ def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=
     >>> precision_at_recall_loss(scores, labels, recall=2 / 3, quantile="point")
     tensor(0.9741)
     """
-    labels_bool = labels if labels.dtype == torch.bool else labels == 1
-    return rate_constrained_loss(
-        scores, labels, rate=recall, subset=labels_bool, penalize="negatives",
-        threshold_scores=threshold_scores, **kwargs,
-    )
+    _check_named_target(recall, "recall", kwargs)
+    return rate_constrained_loss(scores, labels, rate=recall, subset="positives", penalize="negatives",
+                                 threshold_scores=threshold_scores, **kwargs)
 
 
 PRECISION_FORMS = {"fp": "negatives", "tp": "positives"}
@@ -310,18 +320,19 @@ def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", thr
 
     With ``tau N`` predicted positives, ``TP + FP = tau N``, so fewer false positives and more
     true positives are the same goal; the two forms bound it from either side. The subset is
-    every row; ``threshold_scores`` are scores of any rows.
+    every row (``subset="all"``); ``threshold_scores`` are scores of any rows.
+
+    Examples
+    --------
+    >>> scores = torch.tensor([3.0, 2.0, 1.0, 0.0]); labels = torch.tensor([1, 0, 1, 0])
+    >>> # rate 1/2: level 1/2, k = 2, threshold 1; the negatives at 2 and 0 cost softplus(1) + softplus(-1)
+    >>> precision_at_rate_loss(scores, labels, rate=0.5, quantile="point", reduction="sum")
+    tensor(1.6265)
     """
     check_option(form, PRECISION_FORMS, "form")
-    groups = kwargs.get("groups")
-    if threshold_scores is None:
-        # A is every row: the scores themselves set the threshold (no all-True mask to index with).
-        threshold_scores = scores
-        if groups is not None:
-            kwargs["threshold_groups"] = groups
-    return rate_constrained_loss(
-        scores, labels, rate=rate, penalize=PRECISION_FORMS[form], threshold_scores=threshold_scores, **kwargs,
-    )
+    _check_named_target(rate, "rate", kwargs)
+    return rate_constrained_loss(scores, labels, rate=rate, subset="all", penalize=PRECISION_FORMS[form],
+                                 threshold_scores=threshold_scores, **kwargs)
 
 
 def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **kwargs):
@@ -332,29 +343,26 @@ def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **k
 
     FPR <= alpha on the negatives fixes ``theta`` at their (1 - alpha)-quantile (section 3,
     the "<=" form of Proposition 1); the loss bounds the positives missed below it. It is
-    :func:`rate_constrained_loss` with ``subset=labels == 0`` and ``penalize="positives"``;
+    :func:`rate_constrained_loss` with ``subset="negatives"`` and ``penalize="positives"``;
     ``threshold_scores`` are then scores of negatives.
+
+    Examples
+    --------
+    >>> scores = torch.tensor([1.0, 0.0, 2.0, -1.0]); labels = torch.tensor([1, 1, 0, 0])
+    >>> # fpr 1/2: level 1/2 of the negatives {2, -1}, k = 1, threshold -1; positives pay softplus(-2) + softplus(-1)
+    >>> recall_at_fpr_loss(scores, labels, fpr=0.5, quantile="point", reduction="sum")
+    tensor(0.4402)
     """
-    labels_bool = labels if labels.dtype == torch.bool else labels == 1
-    return rate_constrained_loss(
-        scores, labels, rate=fpr, subset=~labels_bool, penalize="positives",
-        threshold_scores=threshold_scores, **kwargs,
-    )
+    _check_named_target(fpr, "fpr", kwargs)
+    return rate_constrained_loss(scores, labels, rate=fpr, subset="negatives", penalize="positives",
+                                 threshold_scores=threshold_scores, **kwargs)
 
 
 DEFAULT_PR_AUC_RECALLS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 
 
-def pr_auc_loss(
-    scores,
-    labels,
-    recalls: Sequence[float] = DEFAULT_PR_AUC_RECALLS,
-    *,
-    threshold_scores=None,
-    reduction: str = "mean",
-    return_threshold: bool = False,
-    **kwargs,
-):
+def pr_auc_loss(scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALLS, *, threshold_scores=None,
+                **kwargs):
     r"""Area under the precision-recall curve as a Riemann sum of precision-at-recall losses.
 
     .. math::
@@ -362,20 +370,18 @@ def pr_auc_loss(
 
     (end of section 3.1, after Eban et al. 2017). ``recalls`` is the grid ``R`` (default
     0.1, 0.2, ..., 0.9, an equal-width Riemann sum); each term is
-    :func:`precision_at_recall_loss` with the same keyword arguments. With
-    ``reduction="none"`` the per-row losses are averaged over the grid, shape (N,). With
-    ``return_threshold=True`` the threshold is a tensor of shape (len(recalls),).
+    :func:`precision_at_recall_loss` with the same keyword arguments, and all of them share
+    one selection or sort of the positives' scores. With ``reduction="none"`` the per-row
+    losses are averaged over the grid, shape (N,). With ``return_threshold=True`` the
+    threshold is a tensor of shape (len(recalls),) (and (len(recalls), G) with ``groups``).
+
+    Examples
+    --------
+    >>> scores = torch.tensor([2.0, 1.0, 0.0, 0.5]); labels = torch.tensor([1, 1, 1, 0])
+    >>> # thresholds 0 (recall 2/3) and 1 (recall 1/3): (softplus(0.5) + softplus(-0.5)) / 2
+    >>> pr_auc_loss(scores, labels, recalls=(2 / 3, 1 / 3), quantile="point")
+    tensor(0.7241)
     """
-    if len(recalls) == 0:
-        raise ValueError("`recalls` is empty; pass a grid such as (0.1, 0.2, ..., 0.9).")
-    outputs = [
-        precision_at_recall_loss(
-            scores, labels, recall=r, threshold_scores=threshold_scores,
-            reduction=reduction, return_threshold=True, **kwargs,
-        )
-        for r in recalls
-    ]
-    loss = torch.stack([o.loss for o in outputs]).mean(dim=0)
-    if return_threshold:
-        return QuantileLossOutput(loss, torch.stack([o.threshold for o in outputs]))
-    return loss
+    _check_named_target(recalls, "recalls", kwargs)
+    return rate_constrained_loss(scores, labels, rate=tuple(recalls), subset="positives", penalize="negatives",
+                                 threshold_scores=threshold_scores, **kwargs)

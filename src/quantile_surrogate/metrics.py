@@ -1,15 +1,22 @@
 """Exact, non-differentiable evaluation metrics on NumPy arrays.
 
 Each function takes ``y_true`` (binary: {0, 1}, bool, or {-1, 1} with 1 positive) and
-``y_score`` (higher means more positive) and returns a float. The estimator's ``score``
-and the experiments use these, so training and evaluation speak the same language.
+``y_score`` (higher means more positive), as array-likes (lists, NumPy arrays, CPU
+tensors), and returns a float. The estimator's ``score`` and the experiments use these,
+so training and evaluation speak the same language.
+
+A metric that cannot be computed (a recall without positives, a false positive rate
+without negatives) returns NaN with an ``UndefinedMetricWarning``, as scikit-learn does,
+never a silent 0.0: average such values with ``np.nanmean`` or drop the split.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import precision_recall_curve, roc_curve
 
 from ._validation import check_target
@@ -22,6 +29,14 @@ __all__ = [
     "predicted_positive_rate",
     "count_at_rate",
 ]
+
+
+UNDEFINED_MESSAGE = "{metric} is undefined: `y_true` has no {missing}. Returning NaN."
+
+
+def _undefined(metric: str, missing: str) -> float:
+    warnings.warn(UNDEFINED_MESSAGE.format(metric=metric, missing=missing), UndefinedMetricWarning, stacklevel=3)
+    return math.nan
 
 
 def _check_arrays(y_true, y_score):
@@ -45,12 +60,20 @@ def precision_at_recall(y_true, y_score, recall: float) -> float:
     """The highest precision over thresholds whose recall is at least ``recall``.
 
     Read off ``sklearn.metrics.precision_recall_curve``, so tied scores are one threshold
-    (all of them are predicted positive together). Returns 0.0 if ``y_true`` has no positive.
+    (all of them are predicted positive together). Without a positive in ``y_true`` the
+    recall is undefined: NaN, with an ``UndefinedMetricWarning``.
+
+    Examples
+    --------
+    >>> precision_at_recall([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.5)  # the top score alone: 1/1
+    1.0
+    >>> precision_at_recall([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.75)  # both positives: 2/3
+    0.6666666666666666
     """
     recall = check_target(recall, "recall")
     positive, y_score = _check_arrays(y_true, y_score)
     if not positive.any():
-        return 0.0
+        return _undefined("precision_at_recall", "positive (recall is 0/0)")
     precision, achieved, _ = precision_recall_curve(positive, y_score)
     return float(precision[achieved >= recall - 1e-12].max())
 
@@ -99,12 +122,20 @@ def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil") -> f
 def recall_at_fpr(y_true, y_score, fpr: float) -> float:
     """The highest recall (TPR) over thresholds whose false positive rate is at most ``fpr``.
 
-    Read off ``sklearn.metrics.roc_curve``. Returns 0.0 if there is no positive or no negative.
+    Read off ``sklearn.metrics.roc_curve``. Without a positive (recall is 0/0) or a negative
+    (the FPR is 0/0) the value is undefined: NaN, with an ``UndefinedMetricWarning``.
+
+    Examples
+    --------
+    >>> recall_at_fpr([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.5)  # threshold 0.7: FPR 1/2, recall 2/2
+    1.0
     """
     fpr = check_target(fpr, "fpr")
     positive, y_score = _check_arrays(y_true, y_score)
-    if positive.all() or not positive.any():
-        return 0.0
+    if not positive.any():
+        return _undefined("recall_at_fpr", "positive (recall is 0/0)")
+    if positive.all():
+        return _undefined("recall_at_fpr", "negative (the false positive rate is 0/0)")
     # drop_intermediate=False: collinear ROC points (ties across classes) are still valid operating points.
     false_rate, true_rate, _ = roc_curve(positive, y_score, drop_intermediate=False)
     return float(true_rate[false_rate <= fpr + 1e-12].max())

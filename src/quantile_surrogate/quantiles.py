@@ -17,6 +17,12 @@ name                   estimate                                    paper
 ``harrell_davis``      Beta-weighted order statistics              Harrell & Davis 1982
 =====================  ==========================================  =====================
 
+Precision: every estimator computes its ranks, counts and weights in at least float32 and
+returns the scores' dtype, so float16 and bfloat16 scores (autocast) give the float32
+estimate rounded once. On the CPU the selection runs in NumPy; under ``torch.compile`` (and
+on other devices) the point and kernel estimators take a torch path with no graph break
+(:mod:`quantile_surrogate._selection`).
+
 Conventions (see ``shared/paper/NOTES.md``): ``q(S, c)`` is the quantile from below, so a
 constraint "rate on A >= c" uses the threshold ``q(f(A), 1 - c)``; the losses in
 :mod:`quantile_surrogate.losses` do that conversion, callers of this module pass levels.
@@ -25,13 +31,22 @@ constraint "rate on A >= c" uses the threshold ``q(f(A), 1 - c)``; the losses in
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from scipy.special import betainc
 
-from ._kernel_window import kernel_quantile_window
+from ._selection import (
+    KERNELS,
+    SELECTION_ESTIMATORS,
+    compute_dtype,
+    floor_rank,
+    normalised_weights,
+    selection_estimates,
+    tied_ranks,
+    torch_selection_estimates,
+)
 from ._validation import check_bandwidth, check_level, check_option, check_scores
 
 __all__ = [
@@ -42,21 +57,12 @@ __all__ = [
     "harrell_davis_quantile",
     "kernel_weights",
     "resolve_quantile",
+    "quantile_estimates",
+    "floor_rank",
+    "tied_ranks",
     "KERNELS",
     "QUANTILE_ESTIMATORS",
 ]
-
-
-def floor_rank(n: int, level: float) -> int:
-    """``k = max(1, floor(level * n))``, the 1-based rank of the point estimate.
-
-    ``level * n`` is rounded to 6 decimals before the floor so that float noise cannot
-    move ``k`` (``0.29 * 100`` is ``28.999999999999996`` in floating point, but means 29).
-    ``k = 0`` happens when ``level < 1 / n``; the paper leaves it open and we take the
-    smallest score (``k = 1``), the only choice that keeps the estimate inside the data.
-    """
-    k = math.floor(round(level * n, 6))
-    return min(max(k, 1), n)
 
 
 def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
@@ -64,8 +70,9 @@ def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = 
 
     ``k`` is the largest integer with ``k / N <= c`` (section 4 of the paper), clamped to
     ``k >= 1`` (when ``c < 1/N`` the estimate is the minimum). Computed by selection
-    (``torch.kthvalue``, O(N)), not by a sort. The gradient is one-hot: it flows to the
-    one selected score.
+    (``np.partition``, O(N)) in eager CPU mode, by a sort under ``torch.compile`` and on
+    other devices. The gradient is one-hot: it flows to one selected score (with ties, on
+    the CPU, the first row that holds the value).
 
     Parameters
     ----------
@@ -84,8 +91,7 @@ def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = 
     if validate_args:
         check_scores(scores)
         level = check_level(level)
-    k = floor_rank(scores.numel(), level)
-    return torch.kthvalue(scores, k).values
+    return selection_estimates("point", scores, (level,), 0.0).reshape(())
 
 
 def lower_mean_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
@@ -106,7 +112,8 @@ def lower_mean_quantile(scores: torch.Tensor, level: float, *, validate_args: bo
         check_scores(scores)
         level = check_level(level)
     k = floor_rank(scores.numel(), level)
-    return torch.topk(scores, k, largest=False, sorted=False).values.mean()
+    lowest = torch.topk(scores.to(compute_dtype(scores.dtype)), k, largest=False, sorted=False).values
+    return lowest.mean().to(scores.dtype)
 
 
 def interval_quantile(scores: torch.Tensor, low: float, high: float, *, validate_args: bool = True) -> torch.Tensor:
@@ -133,32 +140,8 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, validate
     n = scores.numel()
     start = min(math.floor(round(low * n, 6)), n - 1)
     stop = max(math.floor(round(high * n, 6)), start + 1)
-    lowest = torch.topk(scores, stop, largest=False, sorted=True).values
-    return lowest[start:stop].mean()
-
-
-def _gaussian_log_kernel(u: torch.Tensor) -> torch.Tensor:
-    # log of exp(-u^2 / 2); the 1/sqrt(2 pi) and 1/h factors cancel in the normalisation.
-    return -0.5 * u * u
-
-
-def _epanechnikov_log_kernel(u: torch.Tensor) -> torch.Tensor:
-    # log of 3/4 (1 - u^2) on |u| < 1; -inf outside gives weights that are exactly 0.
-    inside = u.abs() < 1
-    return torch.where(inside, torch.log1p(-(u * u).clamp(max=1.0)), torch.full_like(u, -math.inf))
-
-
-KERNELS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "gaussian": _gaussian_log_kernel,
-    "epanechnikov": _epanechnikov_log_kernel,
-}
-"""Kernels as unnormalised log-densities of ``u = (i*/N - c) / h``."""
-
-
-def tied_ranks(sorted_scores: torch.Tensor) -> torch.Tensor:
-    """``i* = max{j : s_(j) = s_(i)}`` (1-based) for ascending ``sorted_scores``: ties share the largest rank."""
-    values = sorted_scores.detach()
-    return torch.searchsorted(values, values, right=True)
+    lowest = torch.topk(scores.to(compute_dtype(scores.dtype)), stop, largest=False, sorted=True).values
+    return lowest[start:stop].mean().to(scores.dtype)
 
 
 def kernel_weights(
@@ -169,17 +152,12 @@ def kernel_weights(
     Computed as a softmax of the log-kernel, i.e. ``exp(a_i - max a) / sum exp(a_j - max a)``,
     so that a small bandwidth cannot underflow every weight to zero. If a compact kernel
     has no order statistic inside its window, all the weight goes to the point estimate's
-    order statistic ``s_(k)``.
+    order statistic ``s_(k)``. The weights are float64 for float64 scores and float32
+    otherwise (float16 holds integers exactly only up to 2048).
     """
     n = sorted_scores.numel()
-    ranks = tied_ranks(sorted_scores).to(sorted_scores.dtype)
-    u = (ranks / n - level) / bandwidth
-    log_w = KERNELS[kernel](u)
-    if torch.isneginf(log_w).all():
-        weights = torch.zeros_like(u)
-        weights[floor_rank(n, level) - 1] = 1.0
-        return weights
-    return torch.softmax(log_w, dim=0)
+    ranks = tied_ranks(sorted_scores).to(compute_dtype(sorted_scores.dtype))
+    return normalised_weights(ranks, n, (level,), bandwidth, kernel, (floor_rank(n, level) - 1,))[0]
 
 
 def kernel_quantile(
@@ -222,13 +200,18 @@ def kernel_quantile(
     Cost. Only the order statistics whose weight matters need sorting: those with
     ``|i*/N - c| <= h`` for the Epanechnikov kernel, and for the Gaussian those whose
     weight is above ``0.6 eps h`` of the peak (``|i*/N - c| <= 6.2 h`` in float32, ``8.9 h``
-    in float64, ``eps`` the dtype's machine epsilon). For float32/float64 CPU tensors of
+    in float64, ``eps`` the machine epsilon of the weights' dtype). For CPU tensors of
     at least 1024 scores the window is bracketed by selection and only its rows are
     sorted (:mod:`quantile_surrogate._kernel_window`); a certificate bounds the weight
     left out by ``eps / 2`` of the kept weight, so the result equals the full-sort one to
     within ``eps (max s - min s) / 2``, ties included, and the gradient is exactly 0 (instead
     of below ``eps``) on rows outside the window. Where the certificate fails (heavy ties
-    at the level, ``N h`` of order 1) or on other devices, every score is sorted.
+    at the level, ``N h`` of order 1) every score is sorted, in NumPy.
+
+    Under ``torch.compile``, which cannot trace NumPy, and on devices other than the CPU,
+    the estimate takes a torch path instead, automatically (sort every score; no graph
+    break, no host sync); the two paths agree to rounding. Ranks and weights are float32
+    for float16 and bfloat16 scores (float64 for float64); the estimate has the scores' dtype.
 
     Examples
     --------
@@ -242,17 +225,12 @@ def kernel_quantile(
         level = check_level(level)
         bandwidth = check_bandwidth(bandwidth)
         check_option(kernel, KERNELS, "kernel")
-    estimate = kernel_quantile_window(scores, level, bandwidth, kernel, KERNELS[kernel])
-    if estimate is None:
-        estimate = _kernel_quantile_sort(scores, level, bandwidth, kernel)
-    return estimate
+    return selection_estimates(kernel, scores, (level,), bandwidth).reshape(())
 
 
 def _kernel_quantile_sort(scores: torch.Tensor, level: float, bandwidth: float, kernel: str) -> torch.Tensor:
-    """Reference path of :func:`kernel_quantile`: sort every score, weight every order statistic."""
-    sorted_scores = torch.sort(scores).values
-    weights = kernel_weights(sorted_scores, level, bandwidth, kernel)
-    return torch.dot(weights, sorted_scores)
+    """Reference path of :func:`kernel_quantile`: sort every score in torch, weight every order statistic."""
+    return torch_selection_estimates(kernel, scores, (level,), bandwidth).reshape(())
 
 
 def harrell_davis_weights(n: int, level: float, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -287,9 +265,10 @@ def harrell_davis_quantile(scores: torch.Tensor, level: float, *, validate_args:
     if validate_args:
         check_scores(scores)
         level = check_level(level)
-    sorted_scores = torch.sort(scores).values
-    weights = harrell_davis_weights(scores.numel(), level, scores.dtype, scores.device)
-    return torch.dot(weights, sorted_scores)
+    dtype = compute_dtype(scores.dtype)
+    sorted_scores = torch.sort(scores.to(dtype)).values
+    weights = harrell_davis_weights(scores.numel(), level, dtype, scores.device)
+    return (weights * sorted_scores).sum().to(scores.dtype)
 
 
 def _interval_around(scores, level, bandwidth, *, validate_args=True):
@@ -331,3 +310,23 @@ def resolve_quantile(quantile, bandwidth: float = 0.05) -> Callable[[torch.Tenso
 
     estimate.__name__ = f"{quantile}_quantile"
     return estimate
+
+
+def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], *, bandwidth: float = 0.05,
+                       subset: torch.Tensor | None = None) -> torch.Tensor:
+    """``q(scores[subset], c)`` for each ``c`` in ``levels``: shape (len(levels),), NaN if the subset is empty.
+
+    The losses' thresholds; nothing is validated here. ``quantile`` is a name in
+    :data:`QUANTILE_ESTIMATORS` or a callable (see :func:`resolve_quantile`), ``subset`` a
+    bool row mask or None (every row). The point and kernel estimators share one selection
+    (one partition or one sort) across the levels and, on the CPU, never index the subset
+    in torch (:mod:`quantile_surrogate._selection`); the others run on ``scores[subset]``
+    once per level.
+    """
+    if isinstance(quantile, str) and quantile in SELECTION_ESTIMATORS:
+        return selection_estimates(quantile, scores, levels, bandwidth, subset)
+    reference = scores if subset is None else scores[subset]
+    if reference.numel() == 0:
+        return scores.new_full((len(levels),), math.nan)
+    estimate = resolve_quantile(quantile, bandwidth)
+    return torch.stack([estimate(reference, level) for level in levels])

@@ -1,38 +1,93 @@
-"""The ``quantile-surrogate`` command: argument parsing only.
+"""The ``quantile-surrogate`` command: argument parsing and the one place errors are reported.
 
 Each sub-command lives in the module that owns its logic and registers itself through a
 ``register(subparsers)`` function that sets ``handler`` on its parser:
 
 - ``reproduce``: :mod:`quantile_surrogate.experiments.command` (the paper's tables);
 - ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.cli.file_commands` (a user's CSV/Parquet).
+
+Exit status: 0 done; 1 bad data or an output that cannot be written (one line on stderr
+naming the file and the problem; nothing written); 2 a bad option (one line); 130 interrupted
+with Ctrl-C (one line).
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import importlib
+import os
 import sys
+import warnings
+
+from ._args import OneLineParser
 
 COMMAND_MODULES = (
     "quantile_surrogate.experiments.command",
     "quantile_surrogate.cli.file_commands",
 )
+INTERRUPTED = 130
+"""128 + SIGINT, what shells report for a program stopped with Ctrl-C."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> OneLineParser:
+    from .. import __version__
+
+    parser = OneLineParser(
         prog="quantile-surrogate",
         description="Train and evaluate classifiers at a rate-constrained operating point.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
+def _one_line(error: BaseException) -> str:
+    """The error's message on one line; an ``OSError`` as 'PATH: reason'."""
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        return f"{error.filename}: {error.strerror}."
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def _one_line_warning(name: str):
+    """``warnings.showwarning`` for the command line: one line naming the command, not the source line."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{name}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    return show
+
+
+def _quiet_stdout() -> None:
+    """The reader of a pipe left (``predict ... | head``): point stdout at /dev/null so the exit flush is silent."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run the command line; returns the exit status (see the module docstring)."""
+    from .._files import OutputPathError
+    from ._file_io import InputError
+
+    name = "quantile-surrogate"
+    try:
+        args = build_parser().parse_args(argv)
+        name = f"quantile-surrogate {args.command}"
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(name)
+            return int(args.handler(args) or 0)
+    except SystemExit as done:  # argparse: --help, --version, or a bad option (already printed)
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted (Ctrl-C); no half-written file was left.", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 1
+    except (InputError, OutputPathError, OSError) as error:
+        print(f"{name}: error: {_one_line(error)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,74 +1,157 @@
-"""Reading a user's CSV or Parquet file, typing its columns, and the model file, for :mod:`.file_commands`.
+"""Reading a user's CSV or Parquet file and typing its columns, for :mod:`.file_commands`.
 
 Every problem with the input raises :class:`InputError` with one line that names the file, the
-column and the problem; the command prints it and exits with status 1.
+column and the problem; the command prints it and exits with status 1. The header is read
+first (:func:`read_header`), so that duplicated column names (which pandas would silently
+rename ``a``, ``a.1``) and Parquet columns of lists or structs are refused by name before any
+data is parsed. :func:`iter_table` reads a file in chunks of rows (pandas ``chunksize``,
+pyarrow ``iter_batches``), so that ``predict`` needs memory for one chunk, not the file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import tempfile
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+__all__ = ["InputError", "MISSING_CATEGORY", "CHUNK_ROWS", "read_header", "read_table", "iter_table", "features",
+           "labels", "schema_of", "column_warnings", "show", "is_categorical", "categorical_column"]
 
-MAGIC = b"QUANTILE-SURROGATE-MODEL\n"
 MISSING_CATEGORY = "(missing)"
+CHUNK_ROWS = 100_000
+"""Rows per chunk when a file is streamed: a few tens of MB for a hundred columns."""
 
 
 class InputError(Exception):
     """Bad user input; the command prints its one-line message and exits with status 1."""
 
 
-# ----------------------------------------------------------------------------- files
+def show(value) -> str:
+    """``repr`` of a value as the user typed it: ``2``, not ``np.int64(2)``."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
-def _atomic_write(path: Path, write) -> None:
-    """Call ``write(temporary_path)`` and move the result onto ``path``, so no half-written file is left."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
+
+def _is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+@contextlib.contextmanager
+def _reading(path: Path):
+    """Turn the many ways pandas and pyarrow fail on a bad file into one :class:`InputError`."""
     try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        yield
+    except InputError:
         raise
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the file is empty; it needs a header line and at least one data row.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError, TypeError, ImportError) as error:
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else type(error).__name__
+        kind = "Parquet" if _is_parquet(path) else "CSV"
+        raise InputError(f"{path}: cannot be read as {kind} ({first}).") from None
 
 
-def read_table(path) -> pd.DataFrame:
-    """A CSV (any suffix but .parquet/.pq) or Parquet file as a DataFrame with at least one row."""
+def read_header(path) -> dict:
+    """``{column: None, or the Arrow type of a Parquet column that holds lists, structs or maps}``.
+
+    Refuses a missing file and a header that names a column twice.
+    """
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such file.")
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            frame = pd.read_parquet(path)
+        raise InputError(f"{path}: no such file." if not path.exists() else f"{path}: not a regular file.")
+    with _reading(path):
+        if _is_parquet(path):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            arrow = pq.ParquetFile(path).schema_arrow
+            names = [str(name) for name in arrow.names]
+            nested = {str(f.name): str(f.type) for f in arrow if pa.types.is_nested(f.type)}
         else:
-            frame = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: the file is empty; it needs a header line and at least one data row.")
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"{path}: cannot be read as {'Parquet' if path.suffix.lower() in ('.parquet', '.pq') else 'CSV'} ({first}).")
-    if len(frame) == 0:
+            raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
+            names = [str(name) for name in pd.read_csv(path, nrows=0).columns]
+            nested = {}
+    # pandas renames a repeated CSV column 'a' to 'a.1' (and empty names to 'Unnamed: N'): look at the raw header.
+    written = [name for name in (names if _is_parquet(path) else raw) if name != ""]
+    duplicated = sorted({name for name in written if written.count(name) > 1})
+    if duplicated:
+        raise InputError(f"{path}: the header names column '{duplicated[0]}' more than once; rename the copies "
+                         f"so that every column has its own name.")
+    return {name: nested.get(name) for name in names}
+
+
+def _check_flat(path: Path, header: dict, columns, fix: str) -> None:
+    for column in columns:
+        if header.get(column):
+            raise InputError(f"{path}: column '{column}' holds lists or records (Parquet type {header[column]}), not "
+                             f"numbers or text; {fix.format(column=column)}.")
+
+
+def _check_rows(path: Path, n_rows: int) -> None:
+    if n_rows == 0:
         raise InputError(f"{path}: the file has no data rows.")
+
+
+def read_table(path, *, skip=()) -> pd.DataFrame:
+    """The whole file as a DataFrame with at least one row; columns in ``skip`` are not read."""
+    path = Path(path)
+    header = read_header(path)
+    for column in skip:
+        if column not in header:
+            raise InputError(f"{path}: column '{column}' (named by --drop) is missing; the file has columns "
+                             f"{', '.join(header)}.")
+    columns = [c for c in header if c not in set(skip)]
+    _check_flat(path, header, columns, "flatten it, or leave it out with --drop {column}")
+    with _reading(path):
+        if _is_parquet(path):
+            frame = pd.read_parquet(path, columns=columns)
+        else:  # every column: with usecols pandas would silently accept a row with too many fields
+            frame = pd.read_csv(path)[columns]
     frame.columns = [str(c) for c in frame.columns]
+    _check_rows(path, len(frame))
     return frame
 
 
-def _first_row(mask) -> int:
+def iter_table(path, columns, chunk_rows: int | None = None):
+    """Yield ``(first_row, chunk)``: the file's ``columns``, ``chunk_rows`` rows at a time (default :data:`CHUNK_ROWS`).
+
+    ``first_row`` is the 0-based data row of the chunk's first row (for error messages). A
+    missing column is refused by name before anything is yielded, as is an empty file.
+    """
+    path = Path(path)
+    header = read_header(path)
+    columns = list(dict.fromkeys(columns))
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(f"{path}: column '{missing[0]}' is missing; the file has columns {', '.join(header)}.")
+    _check_flat(path, header, columns, "the model needs it as a column of numbers or text")
+    chunk_rows = chunk_rows or CHUNK_ROWS
+    offset = 0
+    with _reading(path):
+        if _is_parquet(path):
+            import pyarrow.parquet as pq
+
+            batches = (batch.to_pandas() for batch in pq.ParquetFile(path).iter_batches(chunk_rows, columns=columns))
+        else:
+            batches = pd.read_csv(path, chunksize=chunk_rows)  # no usecols: see read_table
+        for chunk in batches:
+            if len(chunk) == 0:  # a header-only CSV, an empty Parquet row group
+                continue
+            chunk.columns = [str(c) for c in chunk.columns]
+            yield offset, chunk[columns]
+            offset += len(chunk)
+    _check_rows(path, offset)
+
+
+def _first_row(mask, offset: int = 0) -> int:
     """1-based data row of the first True (row 1 is the line after the header)."""
-    return int(np.flatnonzero(np.asarray(mask))[0]) + 1
+    return offset + int(np.flatnonzero(np.asarray(mask))[0]) + 1
 
 
-def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
+def _numeric_column(frame: pd.DataFrame, column: str, path, offset: int = 0) -> np.ndarray:
     """The column as float64, or an error naming the first cell that is text, empty or infinite."""
     values = frame[column]
     if pd.api.types.is_bool_dtype(values):
@@ -78,7 +161,8 @@ def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
     if text.any():
         row = _first_row(text)
         raise InputError(
-            f"{path}: column '{column}' is numeric but data row {row} holds text {values.iloc[row - 1]!r}; "
+            f"{path}: column '{column}' is numeric but data row {row + offset} holds text "
+            f"{show(values.iloc[row - 1])}; "
             f"fix the value, or pass --categorical {column} if the column is a category."
         )
     parsed = parsed.to_numpy(dtype=np.float64)
@@ -86,7 +170,7 @@ def _numeric_column(frame: pd.DataFrame, column: str, path) -> np.ndarray:
     if bad.any():
         raise InputError(
             f"{path}: column '{column}' has {int(bad.sum())} empty or infinite cells (first at data row "
-            f"{_first_row(bad)}); fill them in or drop those rows."
+            f"{_first_row(bad, offset)}); fill them in or drop those rows."
         )
     return parsed
 
@@ -98,12 +182,13 @@ def _category_text(value) -> str:
     return str(value)
 
 
-def _categorical_column(frame: pd.DataFrame, column: str) -> np.ndarray:
+def categorical_column(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """The column as text (object array), empty cells as :data:`MISSING_CATEGORY`."""
     values = frame[column]
     return np.array([MISSING_CATEGORY if pd.isna(v) else _category_text(v) for v in values], dtype=object)
 
 
-def _is_categorical(series: pd.Series) -> bool:
+def is_categorical(series: pd.Series) -> bool:
     """Text columns are categorical unless most of their cells are numbers (then a stray text cell is an error)."""
     if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         return False
@@ -112,98 +197,68 @@ def _is_categorical(series: pd.Series) -> bool:
     return bool(numbers.sum() * 2 < present.sum())
 
 
-def _features(frame: pd.DataFrame, schema: dict, path) -> pd.DataFrame:
+def features(frame: pd.DataFrame, schema: dict, path, offset: int = 0) -> pd.DataFrame:
     """The feature columns of ``frame``, typed as ``schema`` says, or an error naming the column."""
-    missing = [c for c in schema["numeric"] + schema["categorical"] if c not in frame.columns]
+    columns = schema["numeric"] + schema["categorical"]
+    missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: column '{missing[0]}' is missing; the model was trained with columns "
-                         f"{', '.join(schema['numeric'] + schema['categorical'])}.")
-    data = {c: _numeric_column(frame, c, path) for c in schema["numeric"]}
-    data.update({c: _categorical_column(frame, c) for c in schema["categorical"]})
-    return pd.DataFrame(data, columns=schema["numeric"] + schema["categorical"])
+                         f"{', '.join(columns)}.")
+    data = {c: _numeric_column(frame, c, path, offset) for c in schema["numeric"]}
+    data.update({c: categorical_column(frame, c) for c in schema["categorical"]})
+    return pd.DataFrame(data, columns=columns)
 
 
-# ----------------------------------------------------------------------------- model file
-
-def save_model(bundle: dict, path) -> None:
-    """Write ``MAGIC``, a JSON header line (versions, columns) and the joblib-pickled bundle, atomically."""
-    import joblib
-    import sklearn
-    import torch
-
-    header = {"quantile_surrogate": __version__, "scikit_learn": sklearn.__version__, "torch": torch.__version__,
-              "label": bundle["label"], "objective": bundle["objective"], "target": bundle["target"]}
-
-    def write(tmp: Path):
-        with open(tmp, "wb") as handle:
-            handle.write(MAGIC)
-            handle.write(json.dumps(header).encode() + b"\n")
-            joblib.dump(bundle, handle)
-
-    _atomic_write(Path(path), write)
-
-
-def _compatible(saved: str, running: str) -> bool:
-    """Same major and minor version: in 0.x, a minor release may change the pickled classes."""
-    return saved.split(".")[:2] == running.split(".")[:2]
-
-
-def load_model(path) -> dict:
-    """Read a model written by :func:`save_model`; the version is checked before anything is unpickled."""
-    import joblib
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such model file.")
-    with open(path, "rb") as handle:
-        if handle.read(len(MAGIC)) != MAGIC:
-            raise InputError(f"{path}: not a quantile-surrogate model file (write one with `quantile-surrogate fit`).")
-        try:
-            header = json.loads(handle.readline())
-            saved = str(header["quantile_surrogate"])
-        except (ValueError, KeyError, TypeError):
-            raise InputError(f"{path}: the model file's header is damaged; refit the model.")
-        if not _compatible(saved, __version__):
-            raise InputError(
-                f"{path}: saved by quantile-surrogate {saved}, which this version ({__version__}) cannot load; "
-                f"refit it with `quantile-surrogate fit`, or install quantile-surrogate=={saved}."
-            )
-        try:
-            return joblib.load(handle)
-        except Exception as error:  # a truncated or edited pickle fails in many ways
-            raise InputError(f"{path}: the model file is damaged ({type(error).__name__}); refit the model.")
-
-
-
-def _labels(frame: pd.DataFrame, label: str, path, positive=None):
+def labels(frame: pd.DataFrame, label: str, path, positive=None):
     """``(y in {0, 1}, [negative, positive])``; the positive class is ``positive`` or the larger label."""
     if label not in frame.columns:
-        raise InputError(f"{path}: column '{label}' (the --label) is missing; the columns are {', '.join(frame.columns)}.")
+        raise InputError(f"{path}: column '{label}' (the --label) is missing; the columns are "
+                         f"{', '.join(frame.columns)}.")
     values = frame[label]
     if values.isna().any():
         raise InputError(f"{path}: column '{label}' has {int(values.isna().sum())} empty cells (first at data row "
                          f"{_first_row(values.isna())}); every row needs a label.")
     classes = sorted(pd.unique(values).tolist(), key=lambda v: (str(type(v)), v))
     if len(classes) != 2:
-        shown = ", ".join(repr(c) for c in classes[:5])
+        shown = ", ".join(show(c) for c in classes[:5])
         raise InputError(f"{path}: column '{label}' has {len(classes)} class{'es' if len(classes) != 1 else ''} "
                          f"({shown}{', ...' if len(classes) > 5 else ''}); a binary classifier needs exactly two.")
     if positive is not None:
-        match = [c for c in classes if str(c) == str(positive)]
-        if not match:
-            raise InputError(f"{path}: column '{label}' has no class {positive!r} (--positive); its classes are "
-                             f"{classes[0]!r} and {classes[1]!r}.")
+        if not any(str(c) == str(positive) for c in classes):
+            raise InputError(f"{path}: column '{label}' has no class {show(positive)} (--positive); its classes are "
+                             f"{show(classes[0])} and {show(classes[1])}.")
         if str(classes[0]) == str(positive):
             classes = classes[::-1]
     return (values == classes[1]).to_numpy().astype(np.int64), classes
 
 
-def _schema(frame: pd.DataFrame, label: str, drop, categorical, path) -> dict:
-    for column in list(drop) + list(categorical):
-        if column not in frame.columns:
-            raise InputError(f"{path}: column '{column}' (named by --drop/--categorical) is missing.")
+def schema_of(frame: pd.DataFrame, label: str, drop, categorical, path) -> dict:
+    """``{"numeric": [...], "categorical": [...]}``: the feature columns and how each is encoded."""
+    for column in categorical:
+        if column not in frame.columns or column in drop:
+            raise InputError(f"{path}: column '{column}' (named by --categorical) is missing"
+                             f"{' (it is also named by --drop)' if column in drop else ''}.")
     columns = [c for c in frame.columns if c != label and c not in drop]
     if not columns:
         raise InputError(f"{path}: no feature column besides the label '{label}'.")
-    cats = [c for c in columns if c in categorical or _is_categorical(frame[c])]
+    cats = [c for c in columns if c in categorical or is_categorical(frame[c])]
     return {"numeric": [c for c in columns if c not in cats], "categorical": cats}
+
+
+_INDEX_NAME = re.compile(r"Unnamed: \d+")
+MIN_ROWS_FOR_IDENTIFIER = 10
+
+
+def column_warnings(frame: pd.DataFrame, schema: dict, path) -> list[str]:
+    """Feature columns that are probably mistakes: a saved pandas index, or a text identifier."""
+    found = []
+    for column in schema["numeric"] + schema["categorical"]:
+        if _INDEX_NAME.fullmatch(column):
+            found.append(f"{path}: column '{column}' has no name in the header; it looks like a saved pandas index "
+                         f"(to_csv without index=False). If so, leave it out with --drop '{column}'.")
+    for column in schema["categorical"]:
+        values = frame[column]
+        if len(values) >= MIN_ROWS_FOR_IDENTIFIER and values.nunique(dropna=False) == len(values):
+            found.append(f"{path}: column '{column}' is text with a different value in every row, like an "
+                         f"identifier; one-hot encoding it cannot help on new rows. Leave it out with --drop {column}.")
+    return found

@@ -2,363 +2,288 @@
 
 ::
 
-    quantile-surrogate fit data.csv --label y --objective precision_at_recall --target 0.95 [--model linear|mlp] [--out model.qs]
+    quantile-surrogate fit data.csv --label y --objective precision_at_recall --target 0.95 [--out model.qs]
     quantile-surrogate predict model.qs data.csv > predictions.csv
     quantile-surrogate evaluate model.qs test.csv      # test_report.md and test_pr_curve.png
 
 Numeric columns are used as they are (the classifier standardises internally) and text
-columns are one-hot encoded (scikit-learn's ``ColumnTransformer``). The saved model keeps that
-preprocessing, the label's two classes and the package version (:mod:`._file_io`). Bad input ends with a one-line error that names the file, the column and
-the problem, a non-zero exit status, and no output file (outputs are written to a temporary
-file and moved into place). A model file is a pickle: load only files you trust.
+columns are one-hot encoded (:class:`._encoder.FrameEncoder`). The model file keeps that
+preprocessing, the label's two classes and the package version, as JSON and tensors behind a
+checksum; loading it runs no code from the file (:mod:`.model_file`). ``predict`` and
+``evaluate`` read the data in chunks, so their memory does not grow with the file. Bad input
+ends with a one-line error that names the file, the column and the problem, a non-zero exit
+status, and no output file (:mod:`quantile_surrogate._files`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import __version__, metrics
-from ._file_io import (  # noqa: F401  (re-exported: the tests and users reach them here)
-    MAGIC,
-    MISSING_CATEGORY,
-    InputError,
-    _atomic_write,
-    _categorical_column,
-    _compatible,
-    _features,
-    _first_row,
-    _is_categorical,
-    _labels,
-    _schema,
-    load_model,
-    read_table,
-    save_model,
-)
+from .._files import WriteError, atomic_write, atomic_writes, check_output, check_stdout, describe_errno, output_folder
+from ..bootstrap import bootstrap_metrics
+from ..objectives import OBJECTIVES, get_objective
+from ._args import int_at_least, layer_sizes, open_unit_interval
+from ._file_io import InputError, column_warnings, features, iter_table, labels, read_table, schema_of, show
+from ._report import plot_writer, report_text
+from .model_file import MODELS, SavedModel, load_model, save_model
 
-OBJECTIVE_METRICS = {
-    "precision_at_recall": ("precision at recall {target:g}", metrics.precision_at_recall),
-    "precision_at_rate": ("precision at predicted positive rate {target:g}", metrics.precision_at_rate),
-    "recall_at_fpr": ("recall at FPR {target:g}", metrics.recall_at_fpr),
-}
-# The constraint that `--delta` guarantees for each objective (see calibration.py).
-OBJECTIVE_CONSTRAINTS = {"precision_at_recall": "recall", "precision_at_rate": "rate", "recall_at_fpr": "fpr"}
+__all__ = ["register", "run_fit", "run_predict", "run_evaluate"]
 
 
 # ----------------------------------------------------------------------------- fit
 
-def _build_pipeline(schema: dict, args):
-    from sklearn.compose import ColumnTransformer
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder
+def _classifier(args):
+    settings = dict(objective=args.objective, target=args.target, random_state=args.seed, verbose=not args.quiet)
+    if MODELS[args.model] == "QuantileBoostingClassifier":
+        from ..estimators.boosted import QuantileBoostingClassifier
 
+        extra = {} if args.n_estimators is None else {"n_estimators": args.n_estimators}
+        return QuantileBoostingClassifier(backend=args.model, **settings, **extra)
     from ..estimators import QuantileClassifier
 
-    parts = []
-    if schema["numeric"]:
-        # QuantileClassifier standardises its inputs itself (standardize=True).
-        parts.append(("numeric", "passthrough", schema["numeric"]))
-    if schema["categorical"]:
-        parts.append(("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), schema["categorical"]))
-    settings = dict(objective=args.objective, target=args.target, random_state=args.seed, verbose=not args.quiet)
     if args.model == "mlp":
         settings["hidden_layer_sizes"] = tuple(args.hidden_layer_sizes or (64,))
     if args.max_epochs is not None:
         settings["max_epochs"] = args.max_epochs
-    model = Pipeline([("preprocess", ColumnTransformer(parts)), ("classifier", QuantileClassifier(**settings))])
-    if args.delta is not None:
-        from ..estimators.calibration import GuaranteedThresholdClassifier
+    return QuantileClassifier(checkpoint=None if args.checkpoint is None else str(args.checkpoint), **settings)
 
+
+def _build_model(schema: dict, args):
+    """``Pipeline([FrameEncoder, classifier])``, wrapped for ``--delta`` in ``GuaranteedThresholdClassifier``."""
+    from sklearn.pipeline import Pipeline
+
+    from ..estimators import GuaranteedThresholdClassifier
+    from ._encoder import FrameEncoder
+
+    model = Pipeline([("preprocess", FrameEncoder(numeric=schema["numeric"], categorical=schema["categorical"])),
+                      ("classifier", _classifier(args))])
+    if args.delta is not None:
         model = GuaranteedThresholdClassifier(
-            model, constraint=OBJECTIVE_CONSTRAINTS[args.objective], target=args.target, delta=args.delta,
+            model, constraint=get_objective(args.objective).constraint, target=args.target, delta=args.delta,
             calibration_size=args.calibration_size, random_state=args.seed)
     return model
 
 
-def _check_unit_interval(value: float, flag: str, example: str) -> None:
-    if not 0.0 < value < 1.0:
-        raise InputError(f"{flag} must be strictly between 0 and 1; got {value:g} (e.g. {example}).")
+def _check_fit_outputs(args) -> None:
+    """Refuse bad output paths before the (possibly long) training, not after it."""
+    boosted = MODELS[args.model] == "QuantileBoostingClassifier"
+    for flag, given, fits in (("--hidden-layer-sizes", args.hidden_layer_sizes, args.model == "mlp"),
+                              ("--max-epochs", args.max_epochs, not boosted),
+                              ("--checkpoint", args.checkpoint, not boosted),
+                              ("--n-estimators", args.n_estimators, boosted)):
+        if given is not None and not fits:
+            needs = {"--hidden-layer-sizes": "--model mlp", "--n-estimators": "--model lightgbm or xgboost"}
+            raise InputError(f"{flag} needs {needs.get(flag, '--model linear or mlp')}; it does nothing with "
+                             f"--model {args.model}.")
+    check_output(args.out, [args.data] + ([args.checkpoint] if args.checkpoint is not None else []))
+    if args.checkpoint is not None:
+        check_output(args.checkpoint, [args.data])
+        if Path(args.checkpoint).resolve() == Path(args.out).resolve():
+            raise InputError(f"--checkpoint {args.checkpoint} and --out {args.out} are one file; "
+                             f"give them different paths.")
 
 
 def run_fit(args) -> int:
-    _check_unit_interval(args.target, "--target", "0.95 for recall 95 %")
-    if args.delta is not None:
-        _check_unit_interval(args.delta, "--delta", "0.05 for a 95 % guarantee")
-        _check_unit_interval(args.calibration_size, "--calibration-size", "0.3 to hold out 30 % of the rows")
-    if args.model == "linear" and args.hidden_layer_sizes is not None:
-        raise InputError("--hidden-layer-sizes needs --model mlp.")
-    frame = read_table(args.data)
-    y, classes = _labels(frame, args.label, args.data, args.positive)
-    schema = _schema(frame, args.label, args.drop, args.categorical, args.data)
-    X = _features(frame, schema, args.data)
+    _check_fit_outputs(args)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
-    say(f"{args.data}: {len(X)} rows, {int(y.sum())} positive (class {classes[1]!r}; choose with --positive), "
+    frame = read_table(args.data, skip=args.drop)
+    y, classes = labels(frame, args.label, args.data, args.positive)
+    schema = schema_of(frame, args.label, args.drop, args.categorical, args.data)
+    X = features(frame, schema, args.data)
+    del frame
+    say(f"{args.data}: {len(X)} rows, {int(y.sum())} positive (class {show(classes[1])}; choose with --positive), "
         f"{len(schema['numeric'])} numeric columns.")
+    for warning in column_warnings(X, schema, args.data):
+        print(f"quantile-surrogate fit: warning: {warning}", file=sys.stderr)
     if schema["categorical"]:
         levels = ", ".join(f"{c} ({pd.unique(X[c]).size} values)" for c in schema["categorical"])
         say(f"{args.data}: one-hot encoding the categorical columns {levels}; values unseen in training "
             f"are encoded as all zeros.")
-    model = _build_pipeline(schema, args)
+    model = _build_model(schema, args)
     try:
-        model.fit(X, y)
-    except (ValueError, FloatingPointError) as error:  # too few held-out positives for --delta, divergence
-        raise InputError(f"{args.data}: {str(error).splitlines()[0]}")
-    bundle = {"model": model, "label": args.label, "classes": classes, "schema": schema,
-              "objective": args.objective, "target": args.target, "delta": args.delta,
-              "calibration_size": args.calibration_size if args.delta is not None else None, "model_kind": args.model,
-              "trained_on": str(args.data), "n_rows": int(len(X)), "version": __version__}
-    save_model(bundle, args.out)
+        with contextlib.redirect_stdout(sys.stderr):  # what a library prints while fitting is not output
+            model.fit(X, y)
+    except ImportError as error:  # --model lightgbm without LightGBM installed
+        raise InputError(str(error).splitlines()[0]) from None
+    except (ValueError, FloatingPointError) as error:  # too few held-out positives for --delta, divergence, checkpoint
+        raise InputError(f"{args.data}: {str(error).splitlines()[0]}") from None
+    saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=args.objective,
+                       target=args.target, model_kind=args.model, trained_on=str(args.data), n_rows=int(len(X)),
+                       delta=args.delta, calibration_size=args.calibration_size if args.delta is not None else None)
+    save_model(saved, args.out, inputs=[args.data])
     say(f"Wrote {args.out}.")
     return 0
 
 
 # ----------------------------------------------------------------------------- predict
 
+def _scores(saved: SavedModel, chunk, data: Path, offset: int) -> np.ndarray:
+    """The model's scores of one chunk; a value the model cannot score is an error naming its row, not a NaN."""
+    try:
+        score = saved.decision_function(features(chunk, saved.schema, data, offset))
+    except ValueError as error:  # e.g. a value too far from the training data's range to standardise
+        raise InputError(f"{data}: {' '.join(str(error).split())}") from None
+    bad = np.isnan(score)
+    if bad.any():
+        raise InputError(f"{data}: data row {offset + int(np.flatnonzero(bad)[0]) + 1} gets no score (NaN): its values "
+                         f"are too large for the model (such as 1e308); check that row's numbers and units.")
+    return score
+
+
+def _prediction_chunks(saved: SavedModel, data: Path, keep):
+    """DataFrames of (kept columns, prediction, score), one per chunk of the input file."""
+    classes = np.empty(2, dtype=object)
+    classes[:] = saved.classes
+    columns = saved.schema["numeric"] + saved.schema["categorical"] + list(keep)
+    for offset, chunk in iter_table(data, columns):
+        score = _scores(saved, chunk, data, offset)
+        out = pd.DataFrame({"prediction": classes[(score > 0).astype(np.int64)], "score": score})
+        if keep:
+            out = pd.concat([chunk[list(keep)].reset_index(drop=True), out], axis=1)
+        yield out
+
+
+def _write_csv_chunks(chunks, handle) -> None:
+    for i, chunk in enumerate(chunks):
+        chunk.to_csv(handle, header=i == 0, index=False)
+
+
 def run_predict(args) -> int:
-    bundle = load_model(args.model_file)
-    frame = read_table(args.data)
-    X = _features(frame, bundle["schema"], args.data)
-    score = np.asarray(bundle["model"].decision_function(X), dtype=np.float64)
-    classes = np.asarray(bundle["classes"], dtype=object)
-    out = pd.DataFrame({"prediction": classes[(score > 0).astype(int)], "score": score})
-    for column in args.keep:
-        if column not in frame.columns:
-            raise InputError(f"{args.data}: column '{column}' (named by --keep) is missing.")
-    if args.keep:
-        out = pd.concat([frame[args.keep].reset_index(drop=True), out], axis=1)
-    if args.out is None:
-        try:
-            out.to_csv(sys.stdout, index=False)
-            sys.stdout.flush()
-        except BrokenPipeError:  # `predict ... | head`: the reader left; stay quiet, as other tools do
-            with contextlib.suppress(OSError, ValueError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 1
-    else:
-        _atomic_write(Path(args.out), lambda p: out.to_csv(p, index=False))
+    saved = load_model(args.model_file)
+    inputs = [args.model_file, args.data]
+    chunks = _prediction_chunks(saved, args.data, args.keep)
+    if args.out is not None:
+        def write(path: Path) -> None:
+            with open(path, "w", newline="") as handle:
+                _write_csv_chunks(chunks, handle)
+        atomic_write(args.out, write, inputs=inputs)
+        return 0
+    check_stdout(inputs)
+    try:
+        _write_csv_chunks(chunks, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:  # a full disk behind `> file`: name standard output, not a temporary file
+        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
     return 0
 
 
 # ----------------------------------------------------------------------------- evaluate
 
-class _Sorted:
-    """Rows sorted by decreasing score, with the last index of each group of tied scores."""
-
-    def __init__(self, positive, score):
-        order = np.argsort(-score, kind="stable")
-        self.order, self.score, self.positive = order, score[order], positive[order]
-        self.ends = np.r_[self.score[1:] != self.score[:-1], True]
-        self.flagged = self.score > 0
-
-
-def _metrics_from_counts(data: _Sorted, counts: np.ndarray, objective: str, target: float) -> np.ndarray:
-    """The four reported metrics on resamples given as row counts ``counts`` (B, n), sorted order.
-
-    A bootstrap resample is the original rows with multiplicities, so its sort order is the
-    original one: cumulative weighted true and false positives at the end of each tie group
-    give every threshold's counts at once (the PR and ROC curves' points). The values equal
-    :mod:`quantile_surrogate.metrics` on the explicitly resampled arrays (tested).
-    Returns (B, 4): precision, recall, rate at ``score > 0``, and the objective's metric.
-    """
-    counts = counts.astype(np.float64)
-    n = counts.shape[1]
-    pos_counts = counts * data.positive
-    tp = np.cumsum(pos_counts, axis=1)[:, data.ends]
-    fp = np.cumsum(counts - pos_counts, axis=1)[:, data.ends]
-    n_pos, n_neg = tp[:, -1], fp[:, -1]
-    flagged = counts[:, data.flagged].sum(axis=1)
-    hits = pos_counts[:, data.flagged].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.column_stack([hits / flagged, hits / n_pos, flagged / n, np.zeros(len(counts))])
-        if objective == "precision_at_recall":
-            good = tp / n_pos[:, None] >= target - 1e-12
-            out[:, 3] = np.where(good, tp / (tp + fp), -np.inf).max(axis=1)
-        elif objective == "recall_at_fpr":
-            good = fp / n_neg[:, None] <= target + 1e-12
-            out[:, 3] = np.where(good, tp / n_pos[:, None], 0.0).max(axis=1)
-        else:  # precision among the top k = ceil(rate n), ties at the k-th score shared fairly
-            k = metrics.count_at_rate(n, target)
-            seen = tp + fp
-            g = np.argmax(seen >= k, axis=1)
-            rows = np.arange(len(counts))
-            before = np.where(g > 0, seen[rows, g - 1], 0.0)
-            tp_before = np.where(g > 0, tp[rows, g - 1], 0.0)
-            tied_tp = tp[rows, g] - tp_before
-            out[:, 3] = (tp_before + (k - before) * tied_tp / (seen[rows, g] - before)) / k
-    return out
+def _labelled_scores(saved: SavedModel, data: Path):
+    """``(positive, score)`` over the whole file, read in chunks; the label must hold the model's two classes."""
+    label, classes = saved.label, saved.classes
+    positive, scores = [], []
+    for offset, chunk in iter_table(data, saved.schema["numeric"] + saved.schema["categorical"] + [label]):
+        values = chunk[label]
+        unknown = ~values.isin(classes)
+        if unknown.any():
+            row = offset + int(np.flatnonzero(unknown.to_numpy())[0]) + 1
+            raise InputError(f"{data}: column '{label}' holds {show(values[unknown].iloc[0])} at data row {row}; "
+                             f"the model knows only {show(classes[0])} and {show(classes[1])}.")
+        positive.append((values == classes[1]).to_numpy())
+        scores.append(_scores(saved, chunk, data, offset))
+    positive, score = np.concatenate(positive), np.concatenate(scores)
+    if positive.all() or not positive.any():
+        raise InputError(f"{data}: column '{label}' has a single class; evaluation needs both.")
+    return positive, score
 
 
-def bootstrap_metrics(positive, score, objective: str, target: float, *, n_resamples: int = 1000, seed: int = 0):
-    """Point values and 95 % percentile-bootstrap intervals of the four reported metrics.
-
-    Rows are resampled with replacement ``n_resamples`` times (``numpy.random.default_rng(seed)``);
-    resamples with a single class are skipped (recall and the objective are undefined there),
-    and a resample with no predicted positive has no precision. Returns ``(rows, n_used)``,
-    ``rows`` a list of ``(name, value, low, high)``.
-    """
-    positive = np.asarray(positive, dtype=bool)
-    score = np.asarray(score, dtype=np.float64)
-    data = _Sorted(positive, score)
-    n = positive.size
-    point = _metrics_from_counts(data, np.ones((1, n)), objective, target)[0]
-    rng = np.random.default_rng(seed)
-    chunk = max(1, 2_000_000 // n)  # bounds memory at a few (chunk, n) float arrays
-    draws = []
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        rows = rng.integers(0, n, size=(size, n)) + n * np.arange(size)[:, None]
-        counts = np.bincount(rows.ravel(), minlength=size * n).reshape(size, n)[:, data.order]
-        n_pos = counts[:, data.positive].sum(axis=1)
-        both_classes = (n_pos > 0) & (n_pos < n)
-        draws.append(_metrics_from_counts(data, counts[both_classes], objective, target))
-    draws = np.concatenate(draws) if draws else np.empty((0, 4))
-    name = OBJECTIVE_METRICS[objective][0].format(target=target) + " (the objective)"
-    names = ["precision at the deployed threshold", "recall at the deployed threshold",
-             "predicted positive rate at the deployed threshold", name]
-    table = []
-    for j, label in enumerate(names):
-        column = draws[:, j][np.isfinite(draws[:, j])]
-        low, high = np.percentile(column, [2.5, 97.5]) if column.size else (np.nan, np.nan)
-        table.append((label, float(point[j]), float(low), float(high)))
-    return table, int(draws.shape[0])
-
-
-def _plot(positive, score, precision, recall, target, objective, title, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from sklearn.metrics import precision_recall_curve
-
-    curve_p, curve_r, _ = precision_recall_curve(positive, score)
-    fig, ax = plt.subplots(figsize=(5, 4))
-    ax.step(curve_r, curve_p, where="post", label="precision-recall curve")
-    ax.plot([recall], [precision], "o", color="C3", label=f"deployed threshold (P={precision:.3f}, R={recall:.3f})")
-    if objective == "precision_at_recall":
-        ax.axvline(target, color="grey", linestyle=":", label=f"recall target {target:g}")
-    ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1.02), ylim=(0, 1.02), title=title)
-    ax.legend(loc="lower left", fontsize=8)
-    fig.tight_layout()
-    _atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=120))
-    plt.close(fig)
+def _print(text: str) -> None:
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
 
 
 def run_evaluate(args) -> int:
-    bundle = load_model(args.model_file)
-    frame = read_table(args.data)
-    label, classes = bundle["label"], bundle["classes"]
-    if label not in frame.columns:
-        raise InputError(f"{args.data}: column '{label}' (the label the model was trained on) is missing.")
-    values = frame[label]
-    unknown = ~values.isin(classes)
-    if unknown.any():
-        raise InputError(f"{args.data}: column '{label}' holds {values[unknown].iloc[0]!r} at data row "
-                         f"{_first_row(unknown)}; the model knows only {classes[0]!r} and {classes[1]!r}.")
-    positive = (values == classes[1]).to_numpy()
-    if positive.all() or not positive.any():
-        raise InputError(f"{args.data}: column '{label}' has a single class; evaluation needs both.")
-    X = _features(frame, bundle["schema"], args.data)
-    score = np.asarray(bundle["model"].decision_function(X), dtype=np.float64)
-    objective, target = bundle["objective"], bundle["target"]
-    table, used = bootstrap_metrics(positive, score, objective, target, n_resamples=args.bootstrap, seed=args.seed)
+    saved = load_model(args.model_file)
+    positive, score = _labelled_scores(saved, args.data)
+    table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
+                                    seed=args.seed)
     out_dir, stem = Path(args.out_dir), Path(args.data).stem
     report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
-    lines = [
-        f"# {Path(args.model_file).name} on {Path(args.data).name}",
-        "",
-        f"Model: QuantileClassifier ({bundle['model_kind']}), objective {objective}, target {target:g}"
-        + (f", threshold calibrated on a held-out {bundle['calibration_size']:.0%} of the training rows so that "
-           f"the constraint holds with probability >= {1 - bundle['delta']:g}" if bundle.get("delta") else "")
-        + f"; trained on {Path(bundle['trained_on']).name} ({bundle['n_rows']} rows) with quantile-surrogate "
-        f"{bundle['version']}.",
-        f"Test rows: {len(positive)}, of which {int(positive.sum())} positive (class {classes[1]!r}).",
-        "",
-        "| metric | value | 95 % bootstrap interval |",
-        "|---|---|---|",
-        *[f"| {name} | {value:.4f} | [{low:.4f}, {high:.4f}] |" for name, value, low, high in table],
-        "",
-        f"Percentile bootstrap over rows: {used} of {args.bootstrap} resamples (those with both classes), "
-        f"seed {args.seed}. The deployed threshold predicts positive when the score is > 0.",
-        "",
-        f"![precision-recall curve]({plot_path.name})",
-        "",
-    ]
-    text = "\n".join(lines)
-    precision, recall = table[0][1], table[1][1]
-    _plot(positive, score, precision, recall, target, objective, f"{Path(args.data).name}: {objective}", plot_path)
-    _atomic_write(report_path, lambda p: p.write_text(text))
-    print(text)
+    text = report_text(saved, args.model_file, args.data, table, used, args.bootstrap, args.seed, len(positive),
+                       int(positive.sum()), plot_path.name)
+    plot = plot_writer(positive, score, table[0][1], table[1][1], saved.objective, saved.target,
+                       f"{Path(args.data).name}: {saved.objective}")
+    _print(text)  # first: a full standard output then leaves no file behind
+    with output_folder(out_dir):
+        atomic_writes([(plot_path, plot), (report_path, lambda p: p.write_text(text))],
+                      inputs=[args.model_file, args.data])
     print(f"Wrote {report_path} and {plot_path}.", file=sys.stderr)
     return 0
 
 
 # ----------------------------------------------------------------------------- parsers
 
-def _guarded(handler):
-    """Turn an :class:`InputError` into one line on stderr and exit status 1 (no traceback)."""
-    def run(args) -> int:
-        try:
-            return handler(args)
-        except InputError as error:
-            print(f"quantile-surrogate {args.command}: error: {error}", file=sys.stderr)
-            return 1
-    return run
-
-
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(v) for v in text.split(",")]
-    except ValueError:
-        sizes = []
-    if not sizes or min(sizes) < 1:
-        raise ValueError(text)
-    return sizes
-
-
-def register(subparsers) -> None:
+def _register_fit(subparsers) -> None:
     fit = subparsers.add_parser("fit", help="train a model on a CSV or Parquet file",
                                 description="Train a QuantileClassifier on a CSV or Parquet file and save it.")
-    fit.add_argument("data", type=Path, help="training data, .csv or .parquet")
+    fit.add_argument("data", type=Path, help="training data, .csv or .parquet (any other suffix is read as CSV)")
     fit.add_argument("--label", required=True, help="the column holding the binary label")
-    fit.add_argument("--objective", choices=sorted(OBJECTIVE_METRICS), default="precision_at_recall")
-    fit.add_argument("--target", type=float, required=True,
+    fit.add_argument("--objective", choices=sorted(OBJECTIVES), default="precision_at_recall",
+                     help="what to maximise under which constraint (default precision_at_recall)")
+    fit.add_argument("--target", type=open_unit_interval("0.95 for recall 95 %%"), required=True,
                      help="the constraint's target in (0, 1): the recall, predicted positive rate or FPR")
-    fit.add_argument("--model", choices=("linear", "mlp"), default="linear")
-    fit.add_argument("--hidden-layer-sizes", type=_sizes, default=None, metavar="N[,N...]",
-                     help="for --model mlp (default: 64)")
+    fit.add_argument("--model", choices=tuple(MODELS), default="linear",
+                     help="linear scores (the paper's), a multi-layer perceptron, or gradient-boosted trees "
+                          "(LightGBM or XGBoost, QuantileBoostingClassifier) (default linear)")
+    fit.add_argument("--hidden-layer-sizes", type=layer_sizes, default=None, metavar="N[,N...]",
+                     help="layer widths for --model mlp (default 64)")
     fit.add_argument("--positive", default=None, help="the positive class (default: the larger of the two labels)")
     fit.add_argument("--categorical", nargs="+", default=[], metavar="COLUMN",
                      help="columns to one-hot encode even if they hold numbers")
     fit.add_argument("--drop", nargs="+", default=[], metavar="COLUMN", help="columns to ignore (ids, leaks)")
-    fit.add_argument("--delta", type=float, default=None,
+    fit.add_argument("--delta", type=open_unit_interval("0.05 for a 95 %% guarantee"), default=None,
                      help="hold out --calibration-size of the rows and set the threshold so that the constraint holds "
                           "on new data with probability >= 1 - delta (docs/calibration.md)")
-    fit.add_argument("--calibration-size", type=float, default=0.3, help="fraction held out for --delta (default 0.3)")
-    fit.add_argument("--max-epochs", type=int, default=None, help="training epochs (default: the estimator's)")
-    fit.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    fit.add_argument("--calibration-size", type=open_unit_interval("0.3 to hold out 30 %% of the rows"), default=0.3,
+                     help="fraction of the rows held out for --delta (default 0.3)")
+    fit.add_argument("--max-epochs", type=int_at_least(1, "200"), default=None,
+                     help="training epochs of --model linear or mlp (default 200)")
+    fit.add_argument("--n-estimators", type=int_at_least(1, "100"), default=None,
+                     help="log-loss boosting rounds of --model lightgbm or xgboost (default 100)")
+    fit.add_argument("--seed", type=int, default=0, help="random seed of the split and the training (default 0)")
+    fit.add_argument("--checkpoint", type=Path, default=None, metavar="PATH",
+                     help="for --model linear or mlp: save the training state here after every epoch; rerunning "
+                          "the same command resumes a killed fit from it")
     fit.add_argument("--out", type=Path, default=Path("model.qs"), help="model file to write (default model.qs)")
-    fit.add_argument("--quiet", action="store_true", help="no progress bar or messages")
-    fit.set_defaults(handler=_guarded(run_fit))
+    fit.add_argument("--quiet", action="store_true", help="no progress bar or messages (warnings are still shown)")
+    fit.set_defaults(handler=run_fit)
 
+
+def register(subparsers) -> None:
+    """Add ``fit``, ``predict`` and ``evaluate`` to the command line's sub-commands."""
+    _register_fit(subparsers)
     predict = subparsers.add_parser("predict", help="write predictions for a CSV or Parquet file",
                                     description="Write one row per input row: prediction (a class) and score "
-                                                "(> 0 means the positive class).")
+                                                "(> 0 means the positive class). The file is read in chunks.")
     predict.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
-    predict.add_argument("data", type=Path)
-    predict.add_argument("--out", type=Path, default=None, help="CSV file to write (default: standard output)")
+    predict.add_argument("data", type=Path, help="the rows to score, .csv or .parquet, with the training's columns")
+    predict.add_argument("--out", type=Path, default=None,
+                         help="CSV file to write, all or nothing (default: standard output, written as rows are "
+                              "scored; on an error the rows before it are already out)")
     predict.add_argument("--keep", nargs="+", default=[], metavar="COLUMN", help="input columns to copy, e.g. an id")
-    predict.set_defaults(handler=_guarded(run_predict))
+    predict.set_defaults(handler=run_predict)
 
     evaluate = subparsers.add_parser("evaluate", help="report precision, recall and rate with bootstrap intervals",
                                      description="Write DATA_report.md and DATA_pr_curve.png for a labelled file.")
-    evaluate.add_argument("model_file", type=Path)
+    evaluate.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
     evaluate.add_argument("data", type=Path, help="labelled test data (the label column the model was trained on)")
-    evaluate.add_argument("--out-dir", type=Path, default=Path("."), help="folder for the report and plot (default .)")
-    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    evaluate.add_argument("--out-dir", type=Path, default=Path("."),
+                          help="folder for the report and plot, created if missing (default .)")
+    evaluate.add_argument("--bootstrap", type=int_at_least(1, "1000"), default=1000,
+                          help="bootstrap resamples for the 95 %% intervals (default 1000)")
     evaluate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    evaluate.set_defaults(handler=_guarded(run_evaluate))
+    evaluate.set_defaults(handler=run_evaluate)
+

@@ -2,7 +2,8 @@
 
 from . import calibration
 from .calibration import GuaranteedThresholdClassifier, calibrate_threshold
+from .boosted import QuantileBoostingClassifier
 from .quantile_classifier import DEFAULT_TARGETS, QuantileClassifier
 
-__all__ = ["QuantileClassifier", "GuaranteedThresholdClassifier", "calibrate_threshold", "calibration",
-           "DEFAULT_TARGETS"]
+__all__ = ["QuantileClassifier", "QuantileBoostingClassifier", "GuaranteedThresholdClassifier",
+           "calibrate_threshold", "calibration", "DEFAULT_TARGETS"]

@@ -40,6 +40,9 @@ AUTO_VALIDATION_ROWS = 10_000
 
 MIN_VALIDATION_ROWS_PER_CLASS = 4
 
+WORKING_COPY_CHUNK = 65536
+"""Rows copied at a time into the working copy, so that reordering rows makes no full-size temporary."""
+
 class QuantileClassifier(ThresholdedClassifier):
     r"""A binary classifier trained for a rate-constrained operating point (Mackey, Luo & Eban 2018).
 
@@ -322,7 +325,10 @@ class QuantileClassifier(ThresholdedClassifier):
             self.mean_, self.scale_ = standardizer(X)
         else:
             self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        work = X[order].astype(np.float64, copy=False) if order is not None else np.array(X, dtype=np.float64)
+        work = np.empty(X.shape, dtype=np.float64)
+        for start in range(0, X.shape[0], WORKING_COPY_CHUNK):  # X[order] whole would be a second copy of X
+            rows = slice(start, start + WORKING_COPY_CHUNK)
+            work[rows] = X[rows] if order is None else X[order[rows]]
         standardize_columns(work, self.mean_, self.scale_, out=work)
         device = self._torch_device()
         return torch.as_tensor(work, dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device)

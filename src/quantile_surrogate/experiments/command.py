@@ -10,6 +10,8 @@ import dataclasses
 import time
 from pathlib import Path
 
+from .._files import output_folder
+from ..cli._args import int_at_least, nonzero_int
 from .paper import PAPER_TABLES, PROTOCOLS
 from .precision_at_k import run_precision_at_k, summarise
 from .report import gap_table, markdown_table, plot_precision_at_tau, write_atomically
@@ -28,15 +30,18 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "reproduce", help="run one of the paper's experiments and print its table beside the paper's",
         description=__doc__.splitlines()[0])
-    parser.add_argument("experiment", choices=EXPERIMENTS)
-    parser.add_argument("--splits", type=int, default=None, help="random splits (default: the protocol's, 100)")
-    parser.add_argument("--jobs", type=int, default=-1, help="parallel processes (default: all cores)")
+    parser.add_argument("experiment", choices=EXPERIMENTS, help="which of the paper's experiments to run")
+    parser.add_argument("--splits", type=int_at_least(1, "100"), default=None,
+                        help="random splits (default: the protocol's, 100)")
+    parser.add_argument("--jobs", type=nonzero_int, default=-1,
+                        help="parallel processes, or -1 for all cores (default -1)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/EXPERIMENT)")
     parser.add_argument("--quick", action="store_true", help="a smoke test: 3 splits, small grids, short training")
     parser.add_argument("--select", choices=("cv", "paper"), default="cv",
                         help="regularisation per tau: nested cross-validation on the training part (honest, "
                              "default) or the best mean test score (the paper's choice)")
-    parser.add_argument("--folds", type=int, default=3, help="inner cross-validation folds for --select cv")
+    parser.add_argument("--folds", type=int_at_least(2, "3"), default=3,
+                        help="inner cross-validation folds for --select cv (default 3)")
     parser.add_argument("--rounding", choices=("ceil", "floor"), default="ceil", help="K = ceil or floor of tau n")
     parser.set_defaults(handler=run)
 
@@ -44,12 +49,14 @@ def register(subparsers) -> None:
 def run(args) -> int:
     out = args.out or Path("results") / (args.experiment + ("-quick" if args.quick else ""))
     started = time.perf_counter()
-    if args.experiment == "synthetic":
-        text = _synthetic(args, out)
-    else:
-        text = _precision_at_k(args, out)
-    text += f"\n\nWall time: {time.perf_counter() - started:.0f} s.\n"
-    write_atomically(out / "table.md", lambda p: p.write_text(text))
+    # The folder is made (and a bad --out refused) before hours of computing, and removed again if the run fails.
+    with output_folder(out):
+        if args.experiment == "synthetic":
+            text = _synthetic(args, out)
+        else:
+            text = _precision_at_k(args, out)
+        text += f"\n\nWall time: {time.perf_counter() - started:.0f} s.\n"
+        write_atomically(out / "table.md", lambda p: p.write_text(text))
     print(text)
     print(f"Wrote {out}/table.md, results.csv and the plot.")
     return 0

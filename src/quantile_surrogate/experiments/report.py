@@ -11,6 +11,8 @@ matplotlib.use("Agg")  # files only; no display on servers or in CI
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .._files import atomic_write  # noqa: E402
+
 __all__ = ["markdown_table", "gap_table", "plot_precision_at_tau", "write_atomically"]
 
 
@@ -74,12 +76,5 @@ def plot_precision_at_tau(summary: pd.DataFrame, paper: dict | None, methods, ta
 
 
 def write_atomically(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write through a uniquely named temporary file in the same folder, fsync, rename (:func:`.._files.atomic_write`)."""
+    atomic_write(path, write)

@@ -18,18 +18,28 @@ wraps it.
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
-import numpy as np
 import torch
 
-from ._loop import MIN_GROUP_SUBSET_ROWS, TrainingDivergedError, TrainResult, _Config, _Trainer
-from .._validation import check_bandwidth, check_option, check_target
+from .loop import TrainingDivergedError, TrainingLoop
+from .sampling import MIN_GROUP_SUBSET_ROWS
+from .state import TrainingData, TrainingSettings, TrainResult
+from .streaming import LoaderTrainingLoop, check_loader, check_loader_options, is_loader
+from .._validation import (
+    check_bandwidth,
+    check_finite_number,
+    check_group_codes,
+    check_integer,
+    check_option,
+    check_target,
+    check_training_data,
+)
 from ..losses import SURROGATES
 from ..objectives import (
     OBJECTIVES,
     constraint_threshold,
+    get_objective,
     group_constraint_thresholds,
     objective_loss,
     objective_metric,
@@ -61,68 +71,10 @@ for restart 0, random starts for the others), or ``model``: the parameters of th
 passed as ``model``, as they are (to continue or refit a model)."""
 
 
-def _check_positive_int(value, name, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"`{name}` must be an integer >= 1{' or None' if allow_none else ''}; got {value!r}.")
-    return int(value)
-
-
-def _check_count(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"`{name}` must be an integer >= 0; got {value!r}.")
-    return int(value)
-
-
-FINITE_CHECK_VALUES = 1 << 22
-"""Values per chunk of the NaN/inf check (32 MiB of float64). ``torch.isfinite(X)`` builds
-temporaries as large as its input (``|X|`` and masks): 1.4x the size of X measured on all of
-a float64 X, about 2x this chunk done in chunks."""
-
-
-def _check_data(X, y, name_x="X", name_y="y"):
-    if not isinstance(X, torch.Tensor) or not X.is_floating_point() or X.ndim != 2:
-        raise ValueError(f"`{name_x}` must be a 2-D floating point torch.Tensor of shape (n, d).")
-    # In chunks of rows: isfinite on all of X at once would hold the data (and more) a second time.
-    for chunk in X.split(max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))):
-        if not bool(torch.isfinite(chunk).all()):
-            raise ValueError(f"`{name_x}` contains NaN or inf; impute or drop those rows first.")
-    if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"`{name_y}` must be a 1-D tensor with one label per row of `{name_x}` ({X.shape[0]}).")
-    values = torch.unique(y)
-    if not bool(((values == 0) | (values == 1)).all()):
-        raise ValueError(f"`{name_y}` must be binary in {{0, 1}}; got values {values[:6].tolist()}.")
-    return y.bool()
-
-
-def _check_groups(groups, labels, objective, name="groups"):
-    """Integer group codes, one per row, each group with a row of ``A``; returned as int64 on ``labels``' device."""
-    if not isinstance(groups, torch.Tensor) or groups.dtype == torch.bool or groups.is_floating_point() \
-            or groups.is_complex():
-        raise TypeError(f"`{name}` must be an integer torch.Tensor of group codes 0..G-1; encode labels with "
-                        "numpy.unique(..., return_inverse=True) (QuantileClassifier.fit does this for you).")
-    if groups.ndim != 1 or groups.shape[0] != labels.shape[0]:
-        raise ValueError(f"`{name}` has shape {tuple(groups.shape)}; it needs one group code per row "
-                         f"({labels.shape[0]}).")
-    groups = groups.to(device=labels.device, dtype=torch.int64)
-    if groups.numel() and int(groups.min()) < 0:
-        raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}.")
-    present = torch.unique(groups)
-    covered = torch.unique(groups[subset_mask(labels, objective)])
-    missing = sorted(set(present.tolist()) - set(covered.tolist()))
-    if missing:
-        raise ValueError(
-            f"Group {missing[0]} in `{name}` has no row of the subset A ({OBJECTIVES[objective].subset}) "
-            f"for {objective!r}, so its threshold is undefined; merge it with another group or drop its rows"
-            + (f" (groups without A: {missing[:6]})." if len(missing) > 1 else "."))
-    return groups
-
-
 def train(
     model,
-    X: torch.Tensor,
-    y: torch.Tensor,
+    X,
+    y: torch.Tensor | None = None,
     *,
     objective: str = "precision_at_recall",
     target: float = 0.95,
@@ -167,8 +119,13 @@ def train(
         The scoring function, mapping (n, d) to (n,) or (n, 1). A module is deep-copied and its
         parameters redrawn (``reset_parameters``) for each restart; a zero-argument callable is
         called once per restart. It is moved to ``X``'s device and dtype.
-    X : Tensor of shape (n, d), floating point
-    y : Tensor of shape (n,), {0, 1} or bool
+    X : Tensor of shape (n, d), floating point; or a DataLoader or any iterable of batches
+        A loader (with ``y=None``) is iterated once per epoch; each batch is ``(X_b, y_b)``
+        (``A_b`` from the batch) or ``((X_b, y_b), (X_a, y_a))`` with a separate minibatch of
+        ``A``, as a loader with :class:`~quantile_surrogate.training.sampling.SubsetBatchSampler`
+        gives. Its rows are never held together (see :mod:`quantile_surrogate.training.streaming`
+        for what that rules out: the logistic start, groups, checkpoints).
+    y : Tensor of shape (n,), {0, 1} or bool; None when ``X`` is a loader
     objective : {"precision_at_recall", "precision_at_rate", "recall_at_fpr"}
     target : float in (0, 1)
         The recall, predicted positive rate, or false positive rate.
@@ -239,43 +196,75 @@ def train(
     TrainingDivergedError
         If the loss or a parameter becomes NaN or inf.
     """
-    check_option(objective, OBJECTIVES, "objective")
-    target = check_target(target, "target")
-    check_option(form, ("fp", "tp"), "form")
-    check_option(surrogate, SURROGATES, "surrogate")
-    check_option(init, INITS, "init")
-    check_option(select, ("loss", "validation"), "select")
-    check_option(monitor, ("metric", "loss"), "monitor")
-    bandwidth = check_bandwidth(bandwidth)
-    resolve_quantile(quantile, bandwidth)
-    for name, value, low in (("learning_rate", learning_rate, 0.0), ("weight_decay", weight_decay, None)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and (value > 0 if low == 0.0 else value >= 0)):
-            raise ValueError(f"`{name}` must be a finite number {'> 0' if low == 0.0 else '>= 0'}; got {value!r}.")
-    if not (isinstance(momentum, (int, float)) and 0 <= momentum < 1):
-        raise ValueError(f"`momentum` must be in [0, 1); got {momentum!r}.")
-    config = _Config(
-        objective, target, form, quantile, bandwidth, surrogate, float(learning_rate), float(momentum),
-        float(weight_decay), _check_positive_int(batch_size, "batch_size", True),
-        _check_positive_int(subset_batch_size, "subset_batch_size", True), bool(subset_from_batch),
-        _check_count(max_epochs, "max_epochs"), _check_positive_int(n_restarts, "n_restarts"),
-        init, init_alpha, bool(early_stopping), _check_positive_int(n_iter_no_change, "n_iter_no_change"),
-        float(tol), select, monitor,
-    )
-    labels = _check_data(X, y)
-    if not bool(subset_mask(labels, objective).any()):
-        raise ValueError(f"`y` has no row of the subset A ({OBJECTIVES[objective].subset}) for {objective!r}.")
-    if groups is not None:
-        groups = _check_groups(groups, labels, objective)
+    settings = _check_settings(
+        objective=objective, target=target, form=form, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
+        learning_rate=learning_rate, momentum=momentum, weight_decay=weight_decay, batch_size=batch_size,
+        subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch, max_epochs=max_epochs,
+        n_restarts=n_restarts, init=init, init_alpha=init_alpha, early_stopping=early_stopping,
+        n_iter_no_change=n_iter_no_change, tol=tol, select=select, monitor=monitor)
+    if is_loader(X, y):
+        check_loader_options(settings, groups, checkpoint)
+        data, loop_class = check_loader(X, settings.objective), LoaderTrainingLoop
+    else:
+        data, loop_class = _training_data(X, y, groups, settings.objective), TrainingLoop
     if validation is not None:
-        validation = tuple(validation)
-        if len(validation) != (2 if groups is None else 3):
-            raise ValueError("`validation` must be (X_val, y_val)" + (
-                "; with `groups`, (X_val, y_val, groups_val)." if groups is not None else
-                "; pass validation groups only together with `groups=`."))
-        val_labels = _check_data(*validation[:2], "validation[0]", "validation[1]")
-        if groups is not None:
-            validation = validation[:2] + (_check_groups(validation[2], val_labels, objective, "validation[2]"),)
-    if select == "validation" and validation is None:
+        validation = _validation_data(validation, groups is not None, settings.objective)
+    elif select == "validation":
         raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
-    trainer = _Trainer(config, model, X, labels, validation, validation_metric, callback, progress, groups)
-    return trainer.run(random_state, checkpoint)
+    loop = loop_class(settings, model, data, validation, validation_metric, callback, progress)
+    return loop.run(random_state, checkpoint)
+
+
+def _check_settings(**settings) -> TrainingSettings:
+    """:func:`train`'s keyword settings, checked (``TypeError`` for a wrong type, ``ValueError`` for a wrong value)."""
+    check_option(settings["objective"], OBJECTIVES, "objective")
+    settings["target"] = check_target(settings["target"], "target")
+    check_option(settings["form"], ("fp", "tp"), "form")
+    check_option(settings["surrogate"], SURROGATES, "surrogate")
+    check_option(settings["init"], INITS, "init")
+    check_option(settings["select"], ("loss", "validation"), "select")
+    check_option(settings["monitor"], ("metric", "loss"), "monitor")
+    settings["bandwidth"] = check_bandwidth(settings["bandwidth"])
+    resolve_quantile(settings["quantile"], settings["bandwidth"])
+    settings["learning_rate"] = check_finite_number(settings["learning_rate"], "learning_rate", low=0.0,
+                                                    low_inclusive=False)
+    settings["weight_decay"] = check_finite_number(settings["weight_decay"], "weight_decay", low=0.0,
+                                                   low_inclusive=True)
+    settings["momentum"] = check_finite_number(settings["momentum"], "momentum", low=0.0, low_inclusive=True,
+                                               high=1.0)
+    for name in ("batch_size", "subset_batch_size"):
+        settings[name] = check_integer(settings[name], name, 1, allow_none=True)
+    for name in ("n_restarts", "n_iter_no_change"):
+        settings[name] = check_integer(settings[name], name, 1)
+    settings["max_epochs"] = check_integer(settings["max_epochs"], "max_epochs", 0)
+    if settings["init_alpha"] is not None:
+        settings["init_alpha"] = check_finite_number(settings["init_alpha"], "init_alpha", low=0.0,
+                                                     low_inclusive=True)
+    settings["tol"] = check_finite_number(settings["tol"], "tol", low=0.0, low_inclusive=True)
+    for name in ("subset_from_batch", "early_stopping"):
+        settings[name] = bool(settings[name])
+    return TrainingSettings(**settings)
+
+
+def _training_data(X, y, groups, objective: str, names=("X", "y", "groups"), require_subset=True) -> TrainingData:
+    """Checked rows, labels and group codes, with the subset ``A`` computed once (``require_subset``: not empty)."""
+    labels = check_training_data(X, y, names[0], names[1])
+    in_subset = subset_mask(labels, objective)
+    spec = get_objective(objective)
+    if require_subset and not bool(in_subset.any()):
+        raise ValueError(f"`y` has no row of the subset A ({spec.subset}) for {objective!r}; "
+                         "training needs at least one.")
+    if groups is not None:
+        groups = check_group_codes(groups, in_subset, subset=spec.subset, objective=objective, name=names[2])
+    return TrainingData(X, labels, in_subset, groups)
+
+
+def _validation_data(validation, grouped: bool, objective: str) -> TrainingData:
+    validation = tuple(validation)
+    if len(validation) != (3 if grouped else 2):
+        raise ValueError("`validation` must be (X_val, y_val)" + (
+            "; with `groups`, (X_val, y_val, groups_val)." if grouped else
+            "; pass validation groups only together with `groups=`."))
+    groups = validation[2] if grouped else None
+    return _training_data(validation[0], validation[1], groups, objective,
+                          ("validation[0]", "validation[1]", "validation[2]"), require_subset=False)

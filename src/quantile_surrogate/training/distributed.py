@@ -39,6 +39,7 @@ from torch import nn
 from .. import losses
 from .._validation import check_reduction
 from ..losses import QuantileLossOutput
+from ..objectives import OBJECTIVES, Objective
 
 __all__ = ["all_gather_scores", "distributed_loss", "DistributedQuantileLoss", "world_size"]
 
@@ -113,15 +114,21 @@ def _rate_subset(positive, kwargs):
     return subset
 
 
+def _objective_rows(spec: Objective) -> _Rows:
+    """The rows of an objective's loss, read off the registry: its subset ``A`` and, per form, its penalised rows."""
+    first_form = next(iter(spec.penalized))
+
+    def penalized(positive, kwargs):
+        return positive if spec.penalized.get(kwargs.get("form", first_form)) == "positives" else ~positive
+
+    return _Rows(lambda p, kw: spec.subset_mask(p), penalized)
+
+
 LOSS_ROWS: dict[Callable, _Rows] = {
+    **{spec.loss: _objective_rows(spec) for spec in OBJECTIVES.values()},
     losses.rate_constrained_loss: _Rows(
         _rate_subset, lambda p, kw: ~p if kw.get("penalize", "negatives") == "negatives" else p
     ),
-    losses.precision_at_recall_loss: _Rows(lambda p, kw: p, lambda p, kw: ~p),
-    losses.precision_at_rate_loss: _Rows(
-        lambda p, kw: torch.ones_like(p), lambda p, kw: ~p if kw.get("form", "fp") == "fp" else p
-    ),
-    losses.recall_at_fpr_loss: _Rows(lambda p, kw: ~p, lambda p, kw: p),
     losses.pr_auc_loss: _Rows(lambda p, kw: p, lambda p, kw: ~p),
 }
 """For each loss: which rows set the threshold (subset ``A``) and which rows it penalises."""

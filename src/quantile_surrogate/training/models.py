@@ -89,12 +89,18 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
         tolerance_change=1e-12, history_size=20, line_search_fn="strong_wolfe",
     )
 
+    def objective():
+        scores = model(X).reshape(-1)
+        return F.binary_cross_entropy_with_logits(scores, target) + 0.5 * alpha * sum((w * w).sum() for w in weights)
+
     def closure():
         optimizer.zero_grad()
-        scores = model(X).reshape(-1)
-        loss = F.binary_cross_entropy_with_logits(scores, target)
-        loss = loss + 0.5 * alpha * sum((w * w).sum() for w in weights)
+        loss = objective()
         loss.backward()
         return loss
 
-    return float(optimizer.step(closure).detach())
+    optimizer.step(closure)  # returns the objective at the start, not at the end
+    # Evaluated once more at the solution; the forked RNG keeps a dropout layer from shifting later draws.
+    devices = [X.device.index or 0] if X.device.type == "cuda" else []
+    with torch.no_grad(), torch.random.fork_rng(devices=devices):
+        return float(objective())

@@ -1,0 +1,207 @@
+"""Fitted estimators to JSON, tensors and text blobs, and back, without pickle (for :mod:`.model_file`).
+
+Each class the command line fits has a codec: ``dump(estimator, payload, prefix) -> dict``
+writes the constructor parameters and the fitted attributes (names ending in ``_``) as plain
+JSON, a torch module's ``state_dict`` into ``payload.tensors`` and a boosted model's own text
+format into ``payload.blobs``; ``load(entry, payload)`` calls the class's constructor with the
+parameters and sets the attributes back. Only the classes in :data:`CODECS` can be rebuilt:
+nothing in a file names code to run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import torch
+
+__all__ = ["Payload", "CODECS", "dump", "load", "to_json", "from_json"]
+
+
+@dataclasses.dataclass
+class Payload:
+    """What is stored outside the JSON: tensors by name, and text blobs (boosters) by name."""
+
+    tensors: dict = dataclasses.field(default_factory=dict)
+    blobs: dict = dataclasses.field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- plain JSON values
+
+def to_json(value, where: str):
+    """``value`` as JSON: arrays, tuples and dicts tagged with ``"__kind__"`` so they come back as they were."""
+    if value is None or isinstance(value, (bool, str, int, float)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return {"__kind__": "ndarray", "dtype": value.dtype.str, "shape": list(value.shape),
+                "data": value.ravel().tolist()}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return {"__kind__": "ndarray", "dtype": "object", "shape": list(value.shape),
+                "data": [to_json(v, where) for v in value.ravel()]}
+    if isinstance(value, tuple):
+        return {"__kind__": "tuple", "data": [to_json(v, where) for v in value]}
+    if isinstance(value, list):
+        return [to_json(v, where) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__kind__": "dict", "data": {k: to_json(v, f"{where}[{k!r}]") for k, v in value.items()}}
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"The model file cannot store {where} of type {type(value).__name__}.")
+
+
+def from_json(value):
+    """The inverse of :func:`to_json`."""
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    kind = value["__kind__"]
+    if kind == "tuple":
+        return tuple(from_json(v) for v in value["data"])
+    if kind == "dict":
+        return {k: from_json(v) for k, v in value["data"].items()}
+    if kind != "ndarray":
+        raise ValueError(f"unknown value kind {kind!r}")
+    if value["dtype"] == "object":
+        array = np.empty(len(value["data"]), dtype=object)
+        array[:] = [from_json(v) for v in value["data"]]
+    else:
+        array = np.asarray(value["data"], dtype=np.dtype(value["dtype"]))
+    return array.reshape(value["shape"])
+
+
+def _fitted(estimator, skip=()) -> dict:
+    """The attributes learned in ``fit``: public names ending in ``_`` (scikit-learn's convention)."""
+    return {k: v for k, v in vars(estimator).items() if k.endswith("_") and not k.startswith("_") and k not in skip}
+
+
+def _entry(name: str, estimator, fitted: dict, skip_params=()) -> dict:
+    params = {k: v for k, v in estimator.get_params(deep=False).items() if k not in skip_params}
+    return {"class": name, "params": to_json(params, "a parameter"), "fitted": to_json(fitted, "a fitted attribute")}
+
+
+def _rebuild(cls, entry: dict, **extra):
+    estimator = cls(**from_json(entry["params"]), **extra)
+    for name, value in from_json(entry["fitted"]).items():
+        setattr(estimator, name, value)
+    return estimator
+
+
+# ----------------------------------------------------------------------------- one codec per class
+
+def _dump_quantile_classifier(clf, payload: Payload, prefix: str) -> dict:
+    if clf.module_factory is not None or callable(clf.quantile):
+        raise TypeError("The model file cannot store a custom `module_factory` or `quantile` function.")
+    fitted = _fitted(clf, skip=("model_",))
+    for name in ("mean_", "scale_"):  # named `_mean`/`_scale` before issue 9; read either
+        if name not in fitted:
+            fitted[name] = getattr(clf, "_" + name[:-1])
+    for key, tensor in clf.model_.state_dict().items():
+        payload.tensors[f"{prefix}model_.{key}"] = tensor.detach().cpu().clone()
+    return {**_entry("QuantileClassifier", clf, fitted), "tensors": prefix + "model_."}
+
+
+def _load_quantile_classifier(entry: dict, payload: Payload):
+    from ..estimators import QuantileClassifier
+    from ..training.models import build_scorer
+
+    clf = _rebuild(QuantileClassifier, entry)
+    clf.device = "cpu"
+    clf._mean, clf._scale, clf._device = clf.mean_, clf.scale_, torch.device("cpu")  # until the issue-9 rename lands
+    prefix = entry["tensors"]
+    state = {k[len(prefix):]: v for k, v in payload.tensors.items() if k.startswith(prefix)}
+    if not state:
+        raise ValueError("no tensors for the model")
+    with torch.random.fork_rng(devices=[]):  # the throw-away random init must not move the user's torch seed
+        module = build_scorer(int(clf.n_features_in_), tuple(clf.hidden_layer_sizes))
+    module = module.to(next(iter(state.values())).dtype)
+    module.load_state_dict(state, strict=True)
+    clf.model_ = module.eval()
+    return clf
+
+
+def _dump_boosting(clf, payload: Payload, prefix: str) -> dict:
+    """The booster in its library's own format: LightGBM's model text, XGBoost's JSON."""
+    if callable(clf.quantile):
+        raise TypeError("The model file cannot store a custom `quantile` function.")
+    booster = clf.booster_
+    text = booster.model_to_string() if clf.backend_ == "lightgbm" else bytes(booster.save_raw("json")).decode()
+    payload.blobs[prefix + "booster_"] = text.encode()
+    entry = _entry("QuantileBoostingClassifier", clf, _fitted(clf, skip=("booster_",)))
+    return {**entry, "booster": prefix + "booster_"}
+
+
+def _load_boosting(entry: dict, payload: Payload):
+    from ..estimators.boosted import QuantileBoostingClassifier
+
+    clf = _rebuild(QuantileBoostingClassifier, entry)
+    text = payload.blobs[entry["booster"]]
+    if clf.backend_ == "lightgbm":
+        import lightgbm
+
+        clf.booster_ = lightgbm.Booster(model_str=text.decode())
+    elif clf.backend_ == "xgboost":
+        import xgboost
+
+        clf.booster_ = xgboost.Booster()
+        clf.booster_.load_model(bytearray(text))
+    else:
+        raise ValueError(f"unknown boosting backend {clf.backend_!r}")
+    return clf
+
+
+def _dump_pipeline(pipeline, payload: Payload, prefix: str) -> dict:
+    encoder, classifier = pipeline.named_steps["preprocess"], pipeline.named_steps["classifier"]
+    return {"class": "Pipeline", "numeric": list(encoder.numeric), "categorical": list(encoder.categorical),
+            "categories": {c: [str(v) for v in encoder.categories_[c]] for c in encoder.categorical},
+            "classifier": dump(classifier, payload, prefix + "classifier.")}
+
+
+def _load_pipeline(entry: dict, payload: Payload):
+    from sklearn.pipeline import Pipeline
+
+    from ._encoder import FrameEncoder
+
+    encoder = FrameEncoder(numeric=list(entry["numeric"]), categorical=list(entry["categorical"]))
+    encoder.categories_ = {c: np.asarray(entry["categories"][c], dtype=object).astype(str) for c in encoder.categorical}
+    return Pipeline([("preprocess", encoder), ("classifier", load(entry["classifier"], payload))])
+
+
+def _dump_guarantee(wrapper, payload: Payload, prefix: str) -> dict:
+    return {**_entry("GuaranteedThresholdClassifier", wrapper, _fitted(wrapper, skip=("estimator_",)),
+                     skip_params=("estimator",)),
+            "estimator": dump(wrapper.estimator_, payload, prefix + "estimator.")}
+
+
+def _load_guarantee(entry: dict, payload: Payload):
+    from ..estimators import GuaranteedThresholdClassifier
+
+    inner = load(entry["estimator"], payload)
+    wrapper = _rebuild(GuaranteedThresholdClassifier, entry, estimator=inner)
+    wrapper.estimator_ = inner
+    return wrapper
+
+
+CODECS = {
+    "Pipeline": (_dump_pipeline, _load_pipeline),
+    "QuantileClassifier": (_dump_quantile_classifier, _load_quantile_classifier),
+    "QuantileBoostingClassifier": (_dump_boosting, _load_boosting),
+    "GuaranteedThresholdClassifier": (_dump_guarantee, _load_guarantee),
+}
+"""The only classes a model file can hold: class name -> (dump, load)."""
+
+
+def dump(estimator, payload: Payload, prefix: str = "") -> dict:
+    """``estimator`` as a JSON entry; its tensors and blobs go into ``payload`` under names starting with ``prefix``."""
+    name = type(estimator).__name__
+    if name not in CODECS:
+        raise TypeError(f"The model file cannot store a {name}; it stores {', '.join(CODECS)}.")
+    return CODECS[name][0](estimator, payload, prefix)
+
+
+def load(entry: dict, payload: Payload):
+    """The estimator that :func:`dump` described; ``KeyError`` for a class not in :data:`CODECS`."""
+    return CODECS[entry["class"]][1](entry, payload)

@@ -1,0 +1,166 @@
+"""The command line's model file: JSON and tensors behind a checksum, never a pickle.
+
+Layout (``.qs`` by convention)::
+
+    QUANTILE-SURROGATE-MODEL\\n
+    {"format": 2, "quantile_surrogate": "0.1.0", "sha256": "<hex>", "sections": [["description", N], ...]}\\n
+    <section bytes, in the order listed>
+
+- ``description``: UTF-8 JSON with the label and its two classes, the feature columns and
+  their encoding (the categories of every text column), the objective and target, where
+  and on how many rows it was trained, and the fitted estimator as a tree of
+  ``{"class": ..., "params": ..., "fitted": ...}``: each estimator's constructor parameters
+  and its fitted attributes (the names ending in ``_``) in plain JSON (arrays as lists with
+  their dtype; ``json`` writes floats exactly).
+- ``tensors``: the torch modules' ``state_dict`` through ``torch.save``, read back with
+  ``torch.load(weights_only=True)``, which builds tensors and plain containers only.
+- ``blob:...``: a boosted model's booster in its library's own text format (LightGBM's
+  ``model_to_string()``, XGBoost's JSON), read back by that library's own parser.
+
+``sha256`` is the checksum of every byte after the header line; :func:`load_model` checks it
+before it parses anything, so a damaged or edited file is refused, not loaded with other
+numbers. Only the classes of :data:`._codecs.CODECS` are rebuilt, by calling their constructors;
+nothing in the file names code to run. Files of the first format (a pickle behind the same
+first line) are refused with a message to refit, without being unpickled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import __version__
+from .._files import atomic_write
+from ._codecs import Payload, dump, from_json, load, to_json
+from ._file_io import InputError
+
+__all__ = ["MAGIC", "FORMAT", "MODELS", "SavedModel", "save_model", "load_model", "compatible"]
+
+MAGIC = b"QUANTILE-SURROGATE-MODEL\n"
+FORMAT = 2
+"""1: a joblib pickle (0.1.0, refused); 2: JSON + tensors + checksum."""
+MAX_HEADER_BYTES = 65536
+BLOB = "blob:"
+"""Sections named ``blob:NAME`` hold a boosted model in its library's own text format."""
+
+
+MODELS = {"linear": "QuantileClassifier", "mlp": "QuantileClassifier", "lightgbm": "QuantileBoostingClassifier",
+          "xgboost": "QuantileBoostingClassifier"}
+"""``fit --model``: the estimator class behind each kind (:attr:`SavedModel.model_kind`)."""
+
+
+@dataclasses.dataclass
+class SavedModel:
+    """A fitted model with what the command line needs to use it on a new file."""
+
+    model: object
+    """``Pipeline([FrameEncoder, QuantileClassifier])``, or a ``GuaranteedThresholdClassifier`` around one."""
+    label: str
+    classes: list
+    """``[negative, positive]``, as written in the label column."""
+    schema: dict
+    """``{"numeric": [...], "categorical": [...]}``, the feature columns."""
+    objective: str
+    target: float
+    model_kind: str
+    trained_on: str
+    n_rows: int
+    delta: float | None = None
+    calibration_size: float | None = None
+    version: str = __version__
+
+    def decision_function(self, X) -> np.ndarray:
+        """Scores of the feature frame ``X``; > 0 means ``classes[1]``."""
+        return np.asarray(self.model.decision_function(X), dtype=np.float64)
+
+
+def compatible(saved: str, running: str) -> bool:
+    """Same major and minor version: in 0.x a minor release may change the estimators' parameters."""
+    return str(saved).split(".")[:2] == str(running).split(".")[:2]
+
+
+# ----------------------------------------------------------------------------- the file
+
+def _encode(saved: SavedModel) -> bytes:
+    stored = Payload()
+    description = {f.name: getattr(saved, f.name) for f in dataclasses.fields(saved) if f.name != "model"}
+    description = {"model": dump(saved.model, stored), **to_json(description, "the description")["data"]}
+    buffer = io.BytesIO()
+    torch.save(stored.tensors, buffer)
+    sections = {"description": json.dumps(description, separators=(",", ":")).encode(), "tensors": buffer.getvalue(),
+                **{BLOB + name: data for name, data in stored.blobs.items()}}
+    payload = b"".join(sections.values())
+    header = {"format": FORMAT, "quantile_surrogate": __version__, "sha256": hashlib.sha256(payload).hexdigest(),
+              "sections": [[name, len(data)] for name, data in sections.items()]}
+    return MAGIC + json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def save_model(saved: SavedModel, path, *, inputs=()) -> None:
+    """Write ``saved`` to ``path`` atomically (:func:`quantile_surrogate._files.atomic_write`)."""
+    data = _encode(saved)
+    atomic_write(Path(path), lambda p: p.write_bytes(data), inputs=inputs)
+
+
+def _read_header(path: Path, data: bytes) -> tuple[dict, bytes]:
+    """The header (checked: format, version, sizes, checksum) and the payload."""
+    if not data.startswith(MAGIC):
+        raise InputError(f"{path}: not a quantile-surrogate model file (write one with `quantile-surrogate fit`).")
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
+    try:
+        header = json.loads(data[len(MAGIC):end]) if end > 0 else None
+        saved = str(header["quantile_surrogate"])
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{path}: the model file's header is damaged; refit the model.") from None
+    if not compatible(saved, __version__):
+        raise InputError(f"{path}: saved by quantile-surrogate {saved}, which this version ({__version__}) cannot "
+                         f"load; refit it with `quantile-surrogate fit`, or install quantile-surrogate=={saved}.")
+    if "format" not in header:
+        raise InputError(f"{path}: an older model file that holds a pickle, which is not loaded because loading a "
+                         f"pickle can run code; refit it with `quantile-surrogate fit`.")
+    if header["format"] != FORMAT:
+        raise InputError(f"{path}: model file format {header['format']!r}, which this version ({__version__}) "
+                         f"cannot load; refit it with `quantile-surrogate fit`.")
+    payload = data[end + 1:]
+    try:
+        sizes = [int(size) for _, size in header["sections"]]
+        intact = sum(sizes) == len(payload) and hashlib.sha256(payload).hexdigest() == header["sha256"]
+    except (KeyError, TypeError, ValueError):
+        intact = False
+    if not intact:
+        raise InputError(f"{path}: the model file is damaged (its checksum does not match; truncated or edited); "
+                         f"refit the model.")
+    return header, payload
+
+
+def load_model(path) -> SavedModel:
+    """Read a model written by :func:`save_model`: checksum first, then JSON and ``torch.load(weights_only=True)``."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such model file." if not path.exists() else f"{path}: not a regular file.")
+    return _decode(path, path.read_bytes())
+
+
+def _decode(path: Path, data: bytes) -> SavedModel:
+    """The model in ``data``, the bytes of the file ``path`` (named in errors)."""
+    header, payload = _read_header(path, data)
+    sections, start = {}, 0
+    for name, size in header["sections"]:
+        sections[str(name)], start = payload[start:start + int(size)], start + int(size)
+    try:
+        description = json.loads(sections["description"])
+        tensors = torch.load(io.BytesIO(sections["tensors"]), map_location="cpu", weights_only=True)
+        if not isinstance(tensors, dict) or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
+            raise ValueError("the tensors section is not a dict of tensors")
+        blobs = {name[len(BLOB):]: data for name, data in sections.items() if name.startswith(BLOB)}
+        model = load(description["model"], Payload(tensors=tensors, blobs=blobs))
+        fields = {f.name for f in dataclasses.fields(SavedModel)} - {"model"}
+        return SavedModel(model=model, **{k: from_json(v) for k, v in description.items() if k in fields})
+    except Exception as error:  # noqa: BLE001 - a file that passed the checksum but not the rebuild: our one message
+        raise InputError(f"{path}: the model file cannot be rebuilt ({type(error).__name__}); it was written by "
+                         f"another program or version; refit the model.") from None

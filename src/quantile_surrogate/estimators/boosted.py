@@ -1,0 +1,376 @@
+"""``QuantileBoostingClassifier``: gradient-boosted trees trained for a rate-constrained operating point.
+
+Requires LightGBM or XGBoost (``pip install 'quantile-surrogate[boost]'``); they are imported
+only when ``fit`` runs, so this module imports without them.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import _fit_context
+from sklearn.model_selection import StratifiedShuffleSplit
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
+
+from ..boosting import lightgbm_objective, xgboost_objective
+from ..losses import SURROGATES
+from ..objectives import OBJECTIVES, objective_loss, objective_metric
+from ..quantiles import QUANTILE_ESTIMATORS
+from ._boosting_backends import BACKENDS, make_backend
+from ._threshold import ThresholdedClassifier
+
+__all__ = ["QuantileBoostingClassifier"]
+
+AUTO_SINGLE_SPLIT_ROWS = 10_000
+"""``validation_splits="auto"``: one validation split above this many training rows, three below."""
+
+AUTO_BANDWIDTH_ROWS = 30
+"""``bandwidth="auto"`` is ``30 / |A|`` (clipped to [0.05, 0.3]): about 60 rows of A inside the kernel's +-h."""
+
+MIN_VALIDATION_ROWS_PER_STRATUM = 4
+
+
+class QuantileBoostingClassifier(ThresholdedClassifier):
+    r"""Gradient-boosted trees (LightGBM or XGBoost) trained for a rate-constrained operating point.
+
+    Boosting fits every tree to the gradient and Hessian of a loss of the raw scores, so the
+    quantile losses of Mackey, Luo & Eban (2018) apply unchanged
+    (:func:`~quantile_surrogate.boosting.objective_gradient_hessian`: eq. (7) for precision at
+    recall, eqs. (9)/(10) for precision at a rate, the threshold's dependence on the scores
+    of ``A`` included). ``fit`` runs in three steps:
+
+    1. **Start from the log-loss model**: ``n_estimators`` rounds of the backend's own
+       binary log loss, with the same tree settings (this is "LightGBM + threshold").
+    2. **Choose the number of quantile rounds** ``k`` in ``0..n_quantile_estimators``:
+       on ``validation_splits`` stratified splits (``validation_fraction`` held out), train
+       step 1 on the rest, continue with the quantile objective and record the objective's
+       exact metric on the held-out rows after every round; ``k`` maximises its mean over
+       the splits, ties going to the lower held-out quantile loss, except that the start
+       (``k = 0``) wins every tie: a quantile round is kept only where it raised the
+       held-out metric, otherwise the model is the log-loss one.
+    3. **Refit on every row** (``refit``): step 1, then ``k`` quantile rounds. Without
+       refit (the default above 10,000 rows, where one split is used) the first split's
+       model, cut after ``k`` quantile rounds, is kept. Either way ``threshold_`` is the
+       exact empirical quantile of the training scores
+       (:func:`~quantile_surrogate.objectives.constraint_threshold`), so the constraint
+       holds on the training rows.
+
+    Parameters
+    ----------
+    objective : {"precision_at_recall", "precision_at_rate", "recall_at_fpr"}, default="precision_at_recall"
+    target : float in (0, 1) or None, default=None
+        The recall, predicted positive rate or FPR; None is the objective's default target.
+    form : {"fp", "tp"}, default="fp"
+        For ``precision_at_rate``: bound the false positives (eq. (9)) or the true positives (eq. (10)).
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or ``f(scores, level)``.
+    bandwidth : float > 0 or "auto", default="auto"
+        Kernel bandwidth on the rank scale. "auto" is ``30 / |A|`` clipped to [0.05, 0.3]
+        (``|A|``: the training rows of ``A``, the smallest group's with groups), so that
+        about 60 rows of ``A`` lie within ``+-h`` of the level: a tree fits each row's
+        gradient, and a threshold pull concentrated on a dozen positives overfits them
+        (docs/boosting.md has the measurement).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+    backend : {"lightgbm", "xgboost"}, default="lightgbm"
+    n_estimators : int >= 1, default=100
+        Log-loss rounds of the starting model.
+    n_quantile_estimators : int >= 0 or None, default=None
+        The most quantile rounds; None means ``n_estimators``.
+    learning_rate : float > 0, default=0.1
+        For both stages.
+    num_leaves : int >= 2 or None, default=None
+        LightGBM ``num_leaves`` (None: 31) or XGBoost ``max_leaves`` (None: no limit).
+    max_depth : int or None, default=None
+        None: the backend's default (LightGBM -1, no limit; XGBoost 6).
+    min_child_samples : int >= 1 or None, default=None
+        LightGBM ``min_child_samples`` (None: 20); must be None for XGBoost.
+    backend_params : dict or None, default=None
+        Other parameters of the backend (``lambda_l2``, ``subsample``, ``num_threads``, ...).
+    logloss_weight : float >= 0, default=0.0
+        Adds this multiple of the log loss to the quantile loss in step 2.
+    early_stopping : bool, default=True
+        False skips step 2's selection and keeps all ``n_quantile_estimators`` rounds.
+    validation_fraction : float in (0, 1), default=0.2
+    validation_splits : int >= 1 or "auto", default="auto"
+        "auto": 3 up to 10,000 rows (a held-out metric on few rows is noisy), 1 above.
+    n_iter_no_change : int >= 1 or None, default=20
+        Stop a validation run after this many rounds without a better metric.
+    refit : bool or "auto", default="auto"
+        Refit on every row after the selection; "auto": refit with several validation
+        splits (small data), keep the first split's model with one (above 10,000 rows).
+    random_state : int, RandomState or None, default=None
+    verbose : bool or int, default=False
+        Print the selected number of rounds and the held-out metric.
+
+    Attributes
+    ----------
+    booster_ : lightgbm.Booster or xgboost.Booster
+        The whole model, log-loss trees then quantile trees; its raw score is ``f(x)``:
+        ``booster_.predict(X, raw_score=True)`` (LightGBM) or
+        ``booster_.predict(xgboost.DMatrix(X), output_margin=True)`` (XGBoost). The starting
+        margin (LightGBM's averaged first-tree score, XGBoost's ``base_score``) is inside it,
+        so the backend's own text format (``booster_.model_to_string()``; XGBoost
+        ``booster_.save_raw("json")``) plus ``threshold_`` and ``classes_`` is the model.
+    backend_ : str
+        "lightgbm" or "xgboost".
+    n_logloss_estimators_ : int
+        Trees of the starting log-loss model (``n_estimators``, fewer if the backend found no split).
+    bandwidth_ : float
+        The bandwidth used (``bandwidth``, or its "auto" value on the training rows).
+    best_iteration_ : int
+        Quantile rounds kept (``k``); ``booster_`` has ``n_logloss_estimators_ + best_iteration_`` trees.
+    validation_curve_ : ndarray of shape (rounds + 1, 2) or None
+        Mean held-out (metric, loss) after 0, 1, ... quantile rounds; None without selection.
+    threshold_ : float, or ndarray of shape (n_groups,) with groups
+        The decision threshold on ``f(x)``: ``decision_function(X) = f(x) - threshold_``.
+    groups_, group_thresholds_ : ndarray or None
+        As in :class:`~quantile_surrogate.QuantileClassifier`.
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    Notes
+    -----
+    Missing values (NaN) in ``X`` are allowed: both backends route them natively. Sample
+    weights are not supported (the threshold is a quantile of unweighted scores).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> X, y = make_classification(600, weights=[0.8, 0.2], random_state=0)
+    >>> clf = QuantileBoostingClassifier(target=0.9, n_estimators=20, random_state=0).fit(X, y)
+    >>> bool((clf.predict(X)[y == 1] == 1).mean() >= 0.9)  # the recall constraint on training data
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "objective": [StrOptions(set(OBJECTIVES))],
+        "target": [Interval(Real, 0, 1, closed="neither"), None],
+        "form": [StrOptions({"fp", "tp"})],
+        "quantile": [StrOptions(set(QUANTILE_ESTIMATORS)), callable],
+        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "surrogate": [StrOptions(set(SURROGATES))],
+        "backend": [StrOptions(set(BACKENDS))],
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "n_quantile_estimators": [Interval(Integral, 0, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
+        "max_depth": [Interval(Integral, None, None, closed="neither"), None],
+        "min_child_samples": [Interval(Integral, 1, None, closed="left"), None],
+        "backend_params": [dict, None],
+        "logloss_weight": [Interval(Real, 0, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "validation_splits": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
+        "refit": ["boolean", StrOptions({"auto"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, objective="precision_at_recall", target=None, *, form="fp", quantile="kernel",
+                 bandwidth="auto", surrogate="logistic", backend="lightgbm", n_estimators=100,
+                 n_quantile_estimators=None, learning_rate=0.1, num_leaves=None, max_depth=None,
+                 min_child_samples=None, backend_params=None, logloss_weight=0.0, early_stopping=True,
+                 validation_fraction=0.2, validation_splits="auto", n_iter_no_change=20, refit="auto",
+                 random_state=None, verbose=False):
+        self.objective = objective
+        self.target = target
+        self.form = form
+        self.quantile = quantile
+        self.bandwidth = bandwidth
+        self.surrogate = surrogate
+        self.backend = backend
+        self.n_estimators = n_estimators
+        self.n_quantile_estimators = n_quantile_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+        self.min_child_samples = min_child_samples
+        self.backend_params = backend_params
+        self.logloss_weight = logloss_weight
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.validation_splits = validation_splits
+        self.n_iter_no_change = n_iter_no_change
+        self.refit = refit
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _check_X(self, X):
+        return validate_data(self, X, dtype=[np.float64, np.float32], reset=False, ensure_all_finite="allow-nan")
+
+    def _bandwidth(self, y01, codes):
+        """``bandwidth="auto"``: ``30 / |A|`` clipped to [0.05, 0.3], ``|A|`` the smallest group's rows of A."""
+        if self.bandwidth != "auto":
+            return float(self.bandwidth)
+        in_subset = self._objective_spec().subset_mask(y01 == 1)
+        counts = np.bincount(codes[in_subset]) if codes is not None else [in_subset.sum()]
+        return float(np.clip(AUTO_BANDWIDTH_ROWS / max(min(counts), 1), 0.05, 0.3))
+
+    def _objective_fn(self, target, y01, codes):
+        factory = lightgbm_objective if self.backend == "lightgbm" else xgboost_objective
+        return factory(self.objective, target, form=self.form, quantile=self.quantile,
+                       bandwidth=self._bandwidth(y01, codes), surrogate=self.surrogate, groups=codes,
+                       logloss_weight=self.logloss_weight)
+
+    def _backend(self, seed):
+        return make_backend(self.backend, learning_rate=self.learning_rate, num_leaves=self.num_leaves,
+                            max_depth=self.max_depth, min_child_samples=self.min_child_samples, seed=seed,
+                            backend_params=self.backend_params)
+
+    def _raw_scores(self, X) -> np.ndarray:
+        # The backend object is rebuilt on demand, not pickled: the booster is the model.
+        return BACKENDS[self.backend_]({}).margins(self.booster_, X)
+
+    def _splits(self, y01, codes, seed):
+        """Stratified (fit, validation) index pairs, or [] when a stratum is too small to split."""
+        n = len(y01)
+        n_splits = self.validation_splits
+        if n_splits == "auto":
+            n_splits = 1 if n > AUTO_SINGLE_SPLIT_ROWS else 3
+        strata = y01 if codes is None else y01 + 2 * codes  # (class, group): every group keeps rows of A
+        counts = np.bincount(strata)
+        n_val = int(round(self.validation_fraction * n))
+        if counts[counts > 0].min() < MIN_VALIDATION_ROWS_PER_STRATUM or n_val < 2 or n - n_val < 2:
+            return []
+        splitter = StratifiedShuffleSplit(n_splits=n_splits, test_size=n_val, random_state=seed)
+        pairs = list(splitter.split(np.zeros((n, 1)), strata))
+        if codes is not None:
+            for fit_rows, val_rows in pairs:
+                if any(len(np.unique(codes[rows])) < codes.max() + 1 for rows in (fit_rows, val_rows)):
+                    return []
+        return pairs
+
+    def _fit_path(self, engine, X, y01, codes, target, rounds, held_out=None):
+        """``(start, booster, bandwidth)``: the log-loss start, then up to ``rounds`` quantile rounds.
+
+        ``held_out = (rows, curve)`` trains on the other rows and records each round on these.
+        """
+        fit_rows = np.arange(len(y01)) if held_out is None else np.setdiff1d(np.arange(len(y01)), held_out[0])
+        data = engine.data(X[fit_rows], y01[fit_rows])
+        start = engine.fit_logloss(data, self.n_estimators)
+        fit_codes = None if codes is None else codes[fit_rows]
+        objective = self._objective_fn(target, y01[fit_rows], fit_codes)
+        if held_out is None:
+            return start, engine.continue_training(start, data, objective, rounds), objective.bandwidth
+        rows, curve = held_out
+        curve.bandwidth = objective.bandwidth
+        if curve(engine.margins(start, X[rows])) or rounds == 0:
+            return start, start, objective.bandwidth
+        validation = engine.data(X[rows], y01[rows], reference=data)
+        booster = engine.continue_training(start, data, objective, rounds, validation=validation, after_round=curve)
+        return start, booster, objective.bandwidth
+
+    def _select_rounds(self, engine, X, y01, codes, target, rounds, seed):
+        """``(k, curve, kept, n_splits)``: the quantile rounds with the best mean held-out metric, the mean
+        curve, the first split's ``(start, booster, bandwidth)`` and the number of splits."""
+        pairs = self._splits(y01, codes, seed) if self.early_stopping and rounds > 0 else []
+        if not pairs:
+            return rounds, None, None, 0
+        curves, kept = [], None
+        for split, (_, rows) in enumerate(pairs):
+            curve = _HeldOutCurve(self, y01[rows], None if codes is None else codes[rows], target,
+                                  lazy_loss=len(pairs) == 1)
+            path = self._fit_path(engine, X, y01, codes, target, rounds, held_out=(rows, curve))
+            curves.append(curve.values())
+            if split == 0:
+                kept = path
+        length = min(len(c) for c in curves)  # runs stopped early are compared on their common rounds
+        curve = np.mean([c[:length] for c in curves], axis=0)
+        best = np.flatnonzero(curve[:, 0] == curve[:, 0].max())
+        # The log-loss start wins ties: a quantile round is kept only where it raised the held-out metric.
+        k = 0 if curve[0, 0] == curve[best[0], 0] else int(best[np.nanargmin(curve[best, 1])])
+        return k, curve, kept, len(pairs)
+
+    def _refit(self, n_splits):
+        return n_splits > 1 if self.refit == "auto" else bool(self.refit)
+
+    # -- the estimator API --------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, groups=None):
+        """Fit on ``X`` (n, d) and two-class ``y`` (n,); ``groups`` (n,) asks for the constraint in every group.
+
+        With ``groups`` each group gets its own threshold, in the loss (one quantile per
+        group, :func:`~quantile_surrogate.boosting.objective_gradient_hessian`), in the
+        held-out metric and in ``group_thresholds_``; every group needs a row of ``A``.
+        Returns self.
+        """
+        X, y01 = self._validate_training_data(X, y, ensure_all_finite="allow-nan")
+        codes = self._encode_fit_groups(groups, y01)
+        spec = self._objective_spec()
+        if self.form not in spec.forms():
+            raise ValueError(f"`form` must be one of {list(spec.forms())} for objective={self.objective!r}; "
+                             f"got {self.form!r}.")
+        target = self._target()
+        random_state = self.random_state
+        seed = int(random_state) if isinstance(random_state, Integral) else int(
+            check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        engine = self._backend(seed)
+        rounds = self.n_estimators if self.n_quantile_estimators is None else self.n_quantile_estimators
+        k, curve, kept, n_splits = self._select_rounds(engine, X, y01, codes, target, rounds, seed)
+        if kept is None or self._refit(n_splits):
+            start, booster, bandwidth = self._fit_path(engine, X, y01, codes, target, k)
+        else:  # keep the first validation run's model, cut after k quantile rounds
+            start, booster, bandwidth = kept
+        self.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
+        self.backend_ = engine.name
+        self.bandwidth_ = bandwidth
+        self.n_logloss_estimators_ = engine.n_trees(start)
+        self.best_iteration_ = engine.n_trees(self.booster_) - self.n_logloss_estimators_
+        self.validation_curve_ = curve
+        scores = engine.margins(self.booster_, X)
+        if not np.isfinite(scores).all():
+            raise ValueError("The boosted model's scores are NaN or inf; lower `learning_rate`.")
+        self._set_threshold(scores, y01, codes)
+        if self.verbose:
+            shown = "" if curve is None else f", held-out metric {curve[k, 0]:.4f} (start {curve[0, 0]:.4f})"
+            print(f"QuantileBoostingClassifier: {self.best_iteration_} quantile rounds kept{shown}")
+        return self
+
+
+class _HeldOutCurve:
+    """After each round: the exact metric on held-out rows, and their quantile loss (per row) for ties.
+
+    Called with the held-out margins; returns True when ``n_iter_no_change`` rounds have
+    passed since the first round that reached the best metric. With ``lazy_loss`` the loss
+    is computed only where the metric reaches the best so far (the only rounds a tie can
+    concern), NaN elsewhere.
+    """
+
+    def __init__(self, estimator, y, codes, target, lazy_loss):
+        self.objective, self.form, self.quantile = estimator.objective, estimator.form, estimator.quantile
+        self.surrogate, self.patience = estimator.surrogate, estimator.n_iter_no_change
+        self.y, self.codes, self.target, self.lazy_loss = y, codes, target, lazy_loss
+        self.bandwidth = 0.05
+        self.rows = []
+
+    def _loss(self, margins):
+        positive = torch.as_tensor(self.y == 1)
+        codes = None if self.codes is None else torch.as_tensor(self.codes)
+        with torch.no_grad():
+            out = objective_loss(torch.as_tensor(margins), positive, objective=self.objective, target=self.target,
+                                 form=self.form, quantile=self.quantile, bandwidth=self.bandwidth,
+                                 surrogate=self.surrogate, groups=codes)
+        return float(out.loss)
+
+    def __call__(self, margins) -> bool:
+        metric = objective_metric(self.y, margins, objective=self.objective, target=self.target, groups=self.codes)
+        best = max((m for m, _ in self.rows), default=-np.inf)
+        loss = self._loss(margins) if metric >= best or not self.lazy_loss else np.nan
+        self.rows.append((metric, loss))
+        first_best = int(np.argmax([m for m, _ in self.rows]))
+        return self.patience is not None and len(self.rows) - 1 - first_best >= self.patience
+
+    def values(self):
+        return np.array(self.rows, dtype=np.float64)

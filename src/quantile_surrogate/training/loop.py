@@ -1,0 +1,363 @@
+"""The restart loop behind :func:`quantile_surrogate.training.train`.
+
+Kept apart from the public entry point so that each file reads in one sitting; the
+behaviour is documented on :func:`~quantile_surrogate.training.train`. :class:`TrainingLoop`
+runs Algorithm 1 for each restart (batches from :mod:`.sampling`, early stopping from
+:mod:`.early_stopping`), keeps its progress in the records of :mod:`.state` and writes them
+to a checkpoint (:mod:`.checkpoint`) after every epoch.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .early_stopping import EarlyStopping
+from .models import decayed_parameters, fit_logistic, reset_parameters
+from .sampling import epoch_batches
+from .state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
+from ..objectives import objective_loss, objective_metric, predict_scores, training_loss
+
+__all__ = ["TrainingDivergedError", "TrainingLoop", "draw_seed", "restart_seeds"]
+
+DIVERGED_MESSAGE = (
+    "Training diverged: the loss or the parameters became NaN or inf at epoch {epoch} of restart "
+    "{restart} (learning_rate={lr:g}). Use a smaller learning_rate, e.g. {smaller:g}, or standardise "
+    "the features."
+)
+
+
+class TrainingDivergedError(FloatingPointError):
+    """The training loss or a parameter became NaN or inf; no model is returned."""
+
+
+def restart_seeds(seed: int, n_restarts: int) -> list:
+    """``[model seed, shuffling seed]`` for each restart, from ``seed``.
+
+    ``SeedSequence`` children depend on their index only, so restart ``r`` has the same seeds
+    whatever ``n_restarts`` is (``n_restarts=3`` then contains the ``n_restarts=1`` run).
+    """
+    children = np.random.SeedSequence(int(seed)).spawn(n_restarts)
+    return [[int(v) for v in child.generate_state(2, np.uint64) % (2**63)] for child in children]
+
+
+def draw_seed() -> int:
+    """A fresh seed from the operating system's entropy (for ``random_state=None``)."""
+    return int(np.random.SeedSequence().entropy % (2**63))
+
+
+class TrainingLoop:
+    """Algorithm 1 with restarts, early stopping and checkpoints on one data set."""
+
+    def __init__(self, settings: TrainingSettings, model, data: TrainingData, validation: TrainingData | None = None,
+                 validation_metric=None, callback=None, progress: bool = False):
+        self.settings = settings
+        self.template = model
+        self.data = data
+        self.validation = validation
+        self.metric = validation_metric or (
+            lambda yv, s, gv=None: objective_metric(yv, s, objective=settings.objective, target=settings.target,
+                                                    groups=gv))
+        self.callback, self.progress = callback, progress
+        self.cuda = data.device.type == "cuda"
+
+    # -- building blocks ------------------------------------------------------------------
+    def new_model(self) -> nn.Module:
+        if isinstance(self.template, nn.Module):
+            model = copy.deepcopy(self.template)
+            if self.settings.init != "model":
+                reset_parameters(model)
+        else:
+            model = self.template()
+            if not isinstance(model, nn.Module):
+                raise TypeError(f"`model` must return a torch.nn.Module; it returned {type(model).__name__}.")
+        return model.to(device=self.data.device, dtype=self.data.dtype)
+
+    def new_optimizer(self, model: nn.Module) -> torch.optim.SGD:
+        weights, others = decayed_parameters(model)
+        groups = [{"params": weights, "weight_decay": self.settings.weight_decay},
+                  {"params": others, "weight_decay": 0.0}]
+        return torch.optim.SGD([g for g in groups if g["params"]], lr=self.settings.learning_rate,
+                               momentum=self.settings.momentum)
+
+    def loss(self, scores, labels, threshold_scores, groups=None, threshold_groups=None):
+        return objective_loss(scores, labels, objective=self.settings.objective, target=self.settings.target,
+                              threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups,
+                              **self.settings.loss_settings())
+
+    def diverged(self, restart, epoch) -> TrainingDivergedError:
+        rate = self.settings.learning_rate
+        return TrainingDivergedError(DIVERGED_MESSAGE.format(epoch=epoch, restart=restart, lr=rate,
+                                                             smaller=rate / 10))
+
+    def full_loss(self, model, restart) -> float:
+        data = self.data
+        loss = training_loss(model, data.X, data.labels, objective=self.settings.objective,
+                             target=self.settings.target, groups=data.groups, **self.settings.loss_settings())
+        if not math.isfinite(loss):
+            raise self.diverged(restart, "end")
+        return loss
+
+    def validate(self, model) -> list:
+        """``[metric, -loss]`` on the validation rows (``[-loss, metric]`` with ``monitor="loss"``).
+
+        Compared lexicographically: the exact metric at a small rate on a small validation
+        set is coarse (the top 2 of 21 rows, say) and often flat; the validation surrogate
+        loss breaks its ties.
+        """
+        val = self.validation
+        scores = predict_scores(model, val.X)
+        if not bool(torch.isfinite(scores).all()):
+            return [math.nan, math.nan]
+        threshold_groups = None if val.groups is None else val.groups[val.in_subset]
+        loss = self.loss(scores, val.labels, scores[val.in_subset], val.groups, threshold_groups).loss
+        arguments = (val.labels.cpu().numpy().astype(np.int64), scores.double().cpu().numpy())
+        if val.groups is not None:
+            arguments += (val.groups.cpu().numpy(),)
+        metric = self.metric(*arguments)
+        if self.settings.monitor == "loss":
+            return [-float(loss), float(metric)]
+        return [float(metric), -float(loss)]
+
+    # -- one epoch ------------------------------------------------------------------------
+    def epoch(self, model, optimizer, generator):
+        """One pass over the data; returns (mean minibatch loss, last threshold(s)) as floats."""
+        if self.settings.batch_size is None or self.settings.batch_size >= self.data.n:
+            return self._full_batch_epoch(model, optimizer)
+        return self._minibatch_epoch(model, optimizer, generator)
+
+    def _full_batch_epoch(self, model, optimizer):
+        """Gradient descent: one forward pass, the threshold from all of ``A`` (``A_b = A``)."""
+        data = self.data
+        optimizer.zero_grad()
+        scores = model(data.X).reshape(-1)
+        if data.subset_index.numel() == data.n:
+            out = self.loss(scores, data.labels, scores, data.groups, data.groups)
+        else:
+            out = self.loss(scores, data.labels, scores[data.subset_index], data.groups, data.subset_groups)
+        out.loss.backward()
+        optimizer.step()
+        return float(out.loss.detach()), _as_floats(out.threshold)
+
+    def _minibatch_epoch(self, model, optimizer, generator):
+        settings, data = self.settings, self.data
+        X, labels, groups = data.X, data.labels, data.groups
+        separate = not settings.subset_from_batch
+        batches = epoch_batches(
+            data.n, settings.batch_size, generator, subset_index=data.subset_index if separate else None,
+            subset_size=settings.subset_batch_size or settings.batch_size, subset_groups=data.subset_groups)
+
+        def steps():
+            for rows, subset_rows in batches:
+                rows = rows.to(X.device)
+                batch_groups = None if groups is None else groups[rows]
+                if subset_rows is None:
+                    yield X[rows], labels[rows], data.in_subset[rows], None, batch_groups, None
+                else:
+                    yield (X[rows], labels[rows], None, X[subset_rows], batch_groups,
+                           None if groups is None else groups[subset_rows])
+
+        return self.run_steps(model, optimizer, steps())
+
+    def run_steps(self, model, optimizer, steps):
+        """SGD steps (:meth:`step`) over ``steps`` of its arguments; returns (mean loss, last threshold(s)) as floats."""
+        total = torch.zeros((), dtype=self.data.dtype, device=self.data.device)
+        threshold, count = torch.full((), float("nan")), 0
+        for arguments in steps:
+            loss, last = self.step(model, optimizer, *arguments)
+            total, count = total + loss, count + 1
+            if last is not None:
+                threshold = last
+        if count == 0:
+            raise ValueError("The training data gave no batch in an epoch; pass at least one row.")
+        return float(total) / count, _as_floats(threshold)
+
+    def step(self, model, optimizer, X_b, labels_b, in_subset_b, X_a=None, groups_b=None, groups_a=None):
+        """One step of Algorithm 1 on a minibatch; returns (loss, threshold or None if ``A_b`` is empty), detached.
+
+        ``X_a`` is the separate minibatch of ``A`` (step 2); without it ``A_b`` is the batch's rows of ``A``
+        (the rows where ``in_subset_b``).
+        """
+        optimizer.zero_grad()
+        if X_a is None:
+            scores = model(X_b).reshape(-1)
+            reference = scores[in_subset_b]
+            groups_a = None if groups_b is None else groups_b[in_subset_b]
+        else:
+            # One forward pass over both minibatches.
+            both = model(torch.cat([X_b, X_a])).reshape(-1)
+            scores, reference = both[: X_b.shape[0]], both[X_b.shape[0]:]
+        out = self.loss(scores, labels_b, reference, groups_b, groups_a)
+        out.loss.backward()
+        optimizer.step()
+        return out.loss.detach(), (out.threshold.detach() if reference.numel() else None)
+
+    # -- the restart loop -----------------------------------------------------------------
+    def _rng_devices(self) -> list:
+        return [self.data.device.index or 0] if self.cuda else []
+
+    def _probe(self) -> nn.Module:
+        """A model of the architecture, with its output shape checked (the global RNG left as it was)."""
+        sample = self.data.sample
+        n = sample.shape[0]
+        with torch.random.fork_rng(devices=self._rng_devices()), torch.no_grad():
+            probe = self.new_model().eval()
+            shape = tuple(probe(sample).shape)
+        if shape not in ((n,), (n, 1)):
+            raise ValueError(f"`model` must map (n, d) inputs to (n,) or (n, 1) scores; got shape {shape} for n=2.")
+        return probe
+
+    def initial_state(self, random_state, checkpoint, architecture: str) -> LoopState:
+        """The checkpoint's state if it resumes this fit, else a fresh one (its seed drawn if ``random_state`` is None)."""
+        key = None
+        if checkpoint is not None:
+            data, val = self.data, self.validation
+            tensors = {"X": data.X, "y": data.labels, "groups": data.groups,
+                       "validation": None if val is None else tuple(t for t in (val.X, val.labels, val.groups)
+                                                                    if t is not None)}
+            key = fingerprint(self.settings, tensors, random_state, architecture)
+            state = load_checkpoint(checkpoint, key)
+            if state is not None:
+                return state
+        seed = draw_seed() if random_state is None else int(random_state)
+        return LoopState(key=key, seed=seed, seeds=restart_seeds(seed, self.settings.n_restarts))
+
+    def run(self, random_state, checkpoint) -> TrainResult:
+        state = self.initial_state(random_state, checkpoint, repr(self._probe()))
+        devices = self._rng_devices()
+        while not state.finished:
+            with torch.random.fork_rng(devices=devices):
+                self.run_restart(state, checkpoint)
+        best = state.best
+        with torch.random.fork_rng(devices=devices):  # leave the caller's global RNG as it was
+            model = self.new_model()
+        model.load_state_dict(best.model)
+        model.eval()
+        return TrainResult(model=model, loss=best.loss, loss_curve=best.loss_curve, n_iter=best.n_iter,
+                           restart=best.restart, restart_losses=list(state.restart_losses),
+                           validation_curve=best.validation_curve, best_epoch=best.best_epoch,
+                           start=best.start, initial_state=best.initial_model)
+
+    def _start_run(self, restart: int, model_seed: int):
+        """A new restart: a fresh model (random, logistic or given start) and optimizer, and its state."""
+        settings = self.settings
+        torch.manual_seed(model_seed)
+        model = self.new_model()
+        start = "model" if settings.init == "model" else "random"
+        if settings.init == "logistic" or (settings.init == "mixed" and restart == 0):
+            start = "logistic"
+            alpha = settings.init_alpha if settings.init_alpha is not None else 1 / self.data.n
+            fit_logistic(model, self.data.X, self.data.labels, alpha=alpha)
+        # With validation the start's value is epoch 0's; early stopping then compares with it.
+        patience = settings.n_iter_no_change if settings.early_stopping else None
+        tol = 0.0 if self.validation is not None else settings.tol
+        run = RunState(start=start, initial_model=copy.deepcopy(model.state_dict()),
+                       stopping=EarlyStopping(patience=patience, tol=tol))
+        if self.validation is not None:
+            value = self.validate(model)
+            run.stopping.update(value, 0)
+            run.validation_curve.append(value[settings.monitor == "loss"])
+            run.best_model = copy.deepcopy(model.state_dict())
+        return model, self.new_optimizer(model), run
+
+    def _resume_run(self, run: RunState, generator: torch.Generator):
+        """The model and optimizer of a checkpointed restart, with the random states it had."""
+        model = self.new_model()
+        model.load_state_dict(run.model)
+        optimizer = self.new_optimizer(model)
+        optimizer.load_state_dict(run.optimizer)
+        generator.set_state(run.generator)
+        torch.set_rng_state(run.torch_rng)
+        if self.cuda and run.cuda_rng is not None:
+            torch.cuda.set_rng_state(run.cuda_rng, self.data.device)
+        return model, optimizer
+
+    def run_restart(self, state: LoopState, checkpoint) -> None:
+        settings, r = self.settings, state.restart
+        model_seed, shuffle_seed = state.seeds[r]
+        generator = torch.Generator().manual_seed(shuffle_seed)
+        if state.run is None:
+            model, optimizer, run = self._start_run(r, model_seed)
+        else:
+            run = state.run
+            model, optimizer = self._resume_run(run, generator)
+        model.train()
+        bar = tqdm(total=settings.max_epochs, initial=len(run.loss_curve), disable=not self.progress,
+                   desc=f"restart {r + 1}/{settings.n_restarts}", leave=False)
+        try:
+            while len(run.loss_curve) < settings.max_epochs:
+                epoch = len(run.loss_curve) + 1
+                loss, threshold = self.epoch(model, optimizer, generator)
+                if not (math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in model.parameters())):
+                    raise self.diverged(r, epoch)
+                run.loss_curve.append(loss)
+                stop = self.monitor(model, run, loss, epoch, r)
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4g}", threshold=_format_threshold(threshold))
+                if checkpoint is not None:
+                    self._save_run(state, run, model, optimizer, generator, checkpoint)
+                if self.callback is not None:
+                    self.callback({"restart": r, "epoch": epoch, "loss": loss, "threshold": threshold,
+                                   "model": model})
+                if stop:
+                    break
+        finally:
+            bar.close()
+        self._finish_restart(state, run, model, checkpoint)
+
+    def _save_run(self, state, run, model, optimizer, generator, checkpoint) -> None:
+        run.model, run.optimizer = model.state_dict(), optimizer.state_dict()
+        run.generator, run.torch_rng = generator.get_state(), torch.get_rng_state()
+        run.cuda_rng = torch.cuda.get_rng_state(self.data.device) if self.cuda else None
+        state.run = run
+        save_checkpoint(checkpoint, state)
+
+    def _finish_restart(self, state: LoopState, run: RunState, model, checkpoint) -> None:
+        """Score the restart on all the training rows and keep it if it beats the best so far."""
+        r, validated = state.restart, self.validation is not None
+        if validated:
+            model.load_state_dict(run.best_model)
+        loss = self.full_loss(model, r)
+        state.restart_losses.append(loss)
+        candidate = Candidate(
+            restart=r, loss=loss, model=copy.deepcopy(model.state_dict()), loss_curve=run.loss_curve,
+            n_iter=len(run.loss_curve), start=run.start, initial_model=run.initial_model,
+            validation_curve=run.validation_curve if validated else None,
+            best_epoch=run.stopping.best_epoch if validated else None,
+            best_value=run.stopping.best if validated else None)
+        if state.best is None or candidate.beats(state.best, self.settings.select):
+            state.best = candidate
+        state.restart, state.run, state.finished = r + 1, None, r + 1 >= self.settings.n_restarts
+        if checkpoint is not None:
+            save_checkpoint(checkpoint, state)
+
+    def monitor(self, model, run: RunState, loss: float, epoch: int, restart: int) -> bool:
+        """Track the best epoch (the best parameters, with validation); True when early stopping says stop."""
+        if self.validation is None:
+            run.stopping.update([-loss], epoch)
+            return run.stopping.stop
+        value = self.validate(model)
+        if not all(math.isfinite(v) for v in value):
+            raise self.diverged(restart, epoch)
+        run.validation_curve.append(value[self.settings.monitor == "loss"])
+        if run.stopping.update(value, epoch):
+            run.best_model = copy.deepcopy(model.state_dict())
+        return run.stopping.stop
+
+
+def _as_floats(threshold: torch.Tensor):
+    """A 0-d threshold as a float; per-group thresholds (shape (G,)) as a tuple of floats."""
+    threshold = threshold.detach().cpu()
+    return float(threshold) if threshold.ndim == 0 else tuple(float(t) for t in threshold)
+
+
+def _format_threshold(threshold) -> str:
+    if isinstance(threshold, tuple):
+        return "(" + ", ".join(f"{t:.3g}" for t in threshold[:4]) + (", ...)" if len(threshold) > 4 else ")")
+    return f"{threshold:.4g}"

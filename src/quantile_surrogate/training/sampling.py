@@ -1,0 +1,193 @@
+r"""Minibatches for Algorithm 1: a shuffled pass over the data, and step 2's separate minibatch of ``A``.
+
+.. code-block:: text
+
+    gather a minibatch (X_b, Y_b) from (X, Y)
+    gather a minibatch A_b from A                      # step 2, \label{alg:step2}
+
+:func:`epoch_batches` draws one epoch of both as index tensors, from a seeded
+``torch.Generator`` and nothing else, so that the same generator state gives the same
+batches (the training loop's checkpoints rely on it). The rows of ``A`` come as a stream of
+passes over ``A``, each pass reshuffled, so that an epoch visits distinct rows of ``A``
+before it repeats any. With groups, every group of ``A`` is drawn on its own, so that each
+group's threshold has rows in every step. :class:`SubsetBatchSampler` serves the same
+batches to a :class:`torch.utils.data.DataLoader`, for data sets read one batch at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.utils.data import Sampler, default_collate
+
+from .._validation import check_group_codes, check_integer, check_labels
+from ..objectives import get_objective, subset_mask
+
+__all__ = ["MIN_GROUP_SUBSET_ROWS", "SubsetBatchSampler", "epoch_batches", "subset_batches", "group_shares"]
+
+MIN_GROUP_SUBSET_ROWS = 64
+"""With groups, each group's share of the separate minibatch of A is at least this many rows
+(at most ``subset_batch_size``; all of its rows of A if it has fewer): a rare group's quantile
+from a handful of rows would be mostly noise."""
+
+
+def group_shares(group_sizes, subset_size: int) -> list[int]:
+    r"""Rows of each group in a minibatch of ``subset_size`` rows of ``A``.
+
+    .. math::
+        m_g = \max\big(\lceil m \, |A_g| / |A| \rceil, \min(\mathrm{MIN\_GROUP\_SUBSET\_ROWS}, m)\big),
+
+    capped at ``|A_g|`` when the batch is drawn (a group with fewer rows gives all of them).
+
+    >>> group_shares([900, 90, 10], 100)
+    [90, 64, 64]
+    """
+    total = sum(group_sizes)
+    return [max(math.ceil(subset_size * size / total), min(MIN_GROUP_SUBSET_ROWS, subset_size)) for size in group_sizes]
+
+
+def _stream(index: torch.Tensor, n_batches: int, size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """``n_batches`` slices of ``size`` rows of ``index`` from passes over it, each pass reshuffled."""
+    n = index.numel()
+    if size >= n:
+        return [index] * n_batches
+    repeats = math.ceil(n_batches * size / n)
+    stream = torch.cat([torch.randperm(n, generator=generator) for _ in range(repeats)])
+    return list(index[stream.to(index.device)].split(size))[:n_batches]
+
+
+def subset_batches(subset_index: torch.Tensor, n_batches: int, subset_size: int, generator: torch.Generator,
+                   subset_groups: torch.Tensor | None = None) -> list[torch.Tensor]:
+    """Step 2 of Algorithm 1: ``n_batches`` index tensors of rows of ``A``, ``subset_size`` rows each.
+
+    Parameters
+    ----------
+    subset_index : int64 Tensor of shape (|A|,)
+        The rows of ``A`` (indices into the data).
+    n_batches, subset_size : int
+        How many minibatches of ``A``, and their size; a size of at least ``|A|`` gives all
+        of ``A`` in every batch.
+    generator : torch.Generator
+        The only source of randomness.
+    subset_groups : int64 Tensor of shape (|A|,), optional
+        The group code of each row of ``A``. Each group is then drawn on its own, its
+        :func:`group_shares` of ``subset_size`` rows, and the groups are concatenated in
+        the order of their codes.
+    """
+    if subset_groups is None:
+        return _stream(subset_index, n_batches, subset_size, generator)
+    codes = torch.unique(subset_groups).tolist()
+    indices = [subset_index[subset_groups == g] for g in codes]
+    shares = group_shares([index.numel() for index in indices], subset_size)
+    parts = [_stream(index, n_batches, share, generator) for index, share in zip(indices, shares)]
+    return [torch.cat(rows) for rows in zip(*parts)]
+
+
+def epoch_batches(n: int, batch_size: int, generator: torch.Generator, *, subset_index: torch.Tensor | None = None,
+                  subset_size: int | None = None, subset_groups: torch.Tensor | None = None):
+    """One epoch of Algorithm 1's minibatches as ``[(rows, subset_rows), ...]`` index tensors.
+
+    ``rows`` is a shuffled pass over ``range(n)`` in slices of ``batch_size`` (the last one
+    shorter); ``subset_rows`` is the separate minibatch of ``A``
+    (:func:`subset_batches` with ``subset_size`` rows), or None when ``subset_index`` is None
+    (``A_b`` is then taken from the batch itself). The batch permutation is drawn first,
+    then the subset stream, both from ``generator``.
+    """
+    batches = torch.randperm(n, generator=generator).split(batch_size)
+    if subset_index is None:
+        return [(rows, None) for rows in batches]
+    subsets = subset_batches(subset_index, len(batches), subset_size, generator, subset_groups)
+    return list(zip(batches, subsets))
+
+
+class SubsetBatchSampler(Sampler):
+    r"""Algorithm 1's minibatches for a :class:`torch.utils.data.DataLoader`: each step, a batch and a batch of ``A``.
+
+    Each item it yields is one step's indices: a shuffled minibatch of ``batch_size`` rows of
+    the data set, followed by a separate minibatch of ``subset_batch_size`` rows of ``A``
+    (step 2 of Algorithm 1, :func:`subset_batches`; with ``groups``, every group's share).
+    Pass it as ``batch_sampler`` and :meth:`collate` as ``collate_fn``; every batch of the
+    loader is then ``(batch, subset_batch)``, each collated by PyTorch's ``default_collate``::
+
+        sampler = SubsetBatchSampler(labels, batch_size=1024, objective="precision_at_recall")
+        loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=sampler.collate)
+        for (X_b, y_b), (X_a, y_a) in loader:
+            scores = model(torch.cat([X_b, X_a])).squeeze(-1)      # one forward pass
+            loss = precision_at_recall_loss(scores[:len(y_b)], y_b, recall=0.95,
+                                            threshold_scores=scores[len(y_b):])
+
+    ``train(model, loader)`` accepts such a loader too. Only the labels are needed up front
+    (to know the rows of ``A``); the rows themselves are read by the data set, one batch at
+    a time. The separate minibatch has the same number of rows in every step, which is how
+    :meth:`collate` finds where it starts, in worker processes too.
+
+    Parameters
+    ----------
+    labels : Tensor or array of shape (n,)
+        Binary labels of the data set's rows, in its order (True or 1 for a positive).
+    batch_size : int
+        Rows of the data set per step; the last batch of an epoch is shorter unless ``drop_last``.
+    objective : str
+        Its subset ``A`` (:data:`~quantile_surrogate.objectives.OBJECTIVES`): the positives, the
+        negatives or every row.
+    subset_batch_size : int, optional
+        Rows of ``A`` per step; ``batch_size`` if None, all of ``A`` if it is at least ``|A|``.
+    groups : integer Tensor or array of shape (n,), optional
+        Group codes; each group of ``A`` then gets its :func:`group_shares` in every step.
+    generator : torch.Generator, optional
+        The source of randomness. If None, each epoch draws a seed from PyTorch's global
+        generator, as :class:`~torch.utils.data.RandomSampler` does (so ``torch.manual_seed``
+        makes the epochs reproducible).
+    drop_last : bool
+        Skip the last, shorter batch of each epoch.
+    """
+
+    def __init__(self, labels, batch_size: int, *, objective: str = "precision_at_recall",
+                 subset_batch_size: int | None = None, groups=None, generator: torch.Generator | None = None,
+                 drop_last: bool = False):
+        labels = check_labels(torch.as_tensor(labels), len(labels))
+        self.batch_size = check_integer(batch_size, "batch_size", 1)
+        self.subset_batch_size = check_integer(subset_batch_size, "subset_batch_size", 1, allow_none=True)
+        in_subset = subset_mask(labels, objective)
+        if not bool(in_subset.any()):
+            raise ValueError(f"`labels` has no row of the subset A ({get_objective(objective).subset}) for "
+                             f"{objective!r}; the separate minibatch of A would be empty.")
+        self.n = labels.numel()
+        self.subset_index = torch.nonzero(in_subset).reshape(-1)
+        self.subset_groups = None
+        if groups is not None:
+            codes = check_group_codes(torch.as_tensor(groups), in_subset, subset=get_objective(objective).subset,
+                                      objective=objective)
+            self.subset_groups = codes[self.subset_index]
+        self.generator, self.drop_last = generator, bool(drop_last)
+        self.subset_rows = self._subset_rows()
+
+    def _subset_rows(self) -> int:
+        """Rows of ``A`` in every step (each group's share, capped at its size)."""
+        size = self.subset_batch_size or self.batch_size
+        if self.subset_groups is None:
+            return min(size, self.subset_index.numel())
+        counts = torch.bincount(self.subset_groups)
+        counts = counts[counts > 0].tolist()
+        return sum(min(share, count) for share, count in zip(group_shares(counts, size), counts))
+
+    def __len__(self) -> int:
+        return self.n // self.batch_size if self.drop_last else math.ceil(self.n / self.batch_size)
+
+    def __iter__(self):
+        generator = self.generator
+        if generator is None:
+            generator = torch.Generator().manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
+        batches = epoch_batches(self.n, self.batch_size, generator, subset_index=self.subset_index,
+                                subset_size=self.subset_batch_size or self.batch_size,
+                                subset_groups=self.subset_groups)
+        for rows, subset_rows in batches:
+            if self.drop_last and rows.numel() < self.batch_size:
+                continue
+            yield rows.tolist() + subset_rows.tolist()
+
+    def collate(self, items: list):
+        """``(default_collate(batch rows), default_collate(rows of A))`` from one step's samples."""
+        split = len(items) - self.subset_rows
+        return default_collate(items[:split]), default_collate(items[split:])

@@ -1,0 +1,156 @@
+"""Training from a :class:`~torch.utils.data.DataLoader`, or any iterable of batches: ``train(model, loader)``.
+
+Each pass over the iterable is one epoch. A batch is either
+
+- ``(X_b, y_b)``: the minibatch's rows of ``A`` set the threshold (``A_b = X_b`` and ``A``,
+  as ``subset_from_batch=True``), or
+- ``((X_b, y_b), (X_a, y_a))``: with a separate minibatch of ``A`` (Algorithm 1, step 2), as a
+  loader with :class:`~quantile_surrogate.training.sampling.SubsetBatchSampler` gives.
+
+The rows are never held together: before training, one pass checks every batch (types,
+shapes, finite features, binary labels, the separate minibatch in ``A``) and counts the
+rows; after each restart, one pass scores every batch for the full training loss that
+selects the restart. Both passes and every epoch draw their shuffling from PyTorch's
+global generator (unless the loader has its own), which ``train`` seeds per restart from
+``random_state``, so a fit is reproducible.
+
+What needs all the rows at once is refused with a ``ValueError``: the logistic start,
+groups, checkpoints (a loader's position cannot be saved) and the tensor path's batch
+settings (the loader sets the batches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+import torch
+
+from .loop import TrainingLoop
+from .._validation import check_training_data
+from ..objectives import get_objective, predict_scores, subset_mask
+
+__all__ = ["LoaderData", "LoaderTrainingLoop", "check_loader", "is_loader", "split_batch"]
+
+BATCH_MESSAGE = (
+    "Each batch of `X` (a DataLoader or iterable of batches) must be (X_b, y_b) or ((X_b, y_b), (X_a, y_a)) "
+    "with tensors; got {got}. Build the loader from a Dataset of (x, y) pairs, with "
+    "SubsetBatchSampler(...).collate as collate_fn for a separate minibatch of A."
+)
+UNSUPPORTED_MESSAGE = (
+    "`{name}={value!r}` is not supported when `X` is a DataLoader or iterable of batches: {why}."
+)
+
+
+def is_loader(X, y) -> bool:
+    """Whether ``train(model, X, y)`` was called with an iterable of batches (``y`` None, ``X`` not an array)."""
+    return y is None and not isinstance(X, (torch.Tensor, np.ndarray)) and hasattr(X, "__iter__")
+
+
+def split_batch(item):
+    """``(X_b, y_b, X_a, y_a)`` from one batch (``X_a``, ``y_a`` None without a separate minibatch of A)."""
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        first, second = item
+        if isinstance(first, torch.Tensor):
+            return first, second, None, None
+        if all(isinstance(part, (tuple, list)) and len(part) == 2 for part in item):
+            return first[0], first[1], second[0], second[1]
+    got = type(item).__name__ + (f" of length {len(item)}" if isinstance(item, (tuple, list)) else "")
+    raise TypeError(BATCH_MESSAGE.format(got=got))
+
+
+@dataclass
+class LoaderData:
+    """An iterable of batches, checked once: its row count, features, dtype, device and batch form."""
+
+    loader: Iterable
+    n: int
+    n_features: int
+    device: torch.device
+    dtype: torch.dtype
+    sample: torch.Tensor
+    """The first rows of the first batch, to check the model's output shape."""
+    separate: bool
+    """Whether the batches carry a separate minibatch of ``A``."""
+    groups: None = None
+
+
+def check_loader_options(settings, groups, checkpoint) -> None:
+    """``ValueError`` for the settings that need every row at once, or that the loader decides."""
+    refused = [
+        ("init", settings.init, settings.init in ("logistic", "mixed"),
+         "the logistic start fits on all the rows at once; use init='random' or 'model'"),
+        ("groups", "...", groups is not None, "pass group-wise thresholds with in-memory tensors"),
+        ("checkpoint", checkpoint, checkpoint is not None, "a loader's position cannot be saved and resumed"),
+        ("batch_size", settings.batch_size, settings.batch_size is not None, "the loader sets the batches"),
+        ("subset_batch_size", settings.subset_batch_size, settings.subset_batch_size is not None,
+         "set it on SubsetBatchSampler"),
+        ("subset_from_batch", True, settings.subset_from_batch,
+         "batches of (X_b, y_b) already take A_b from the batch"),
+    ]
+    for name, value, wrong, why in refused:
+        if wrong:
+            raise ValueError(UNSUPPORTED_MESSAGE.format(name=name, value=value, why=why))
+
+
+def check_loader(loader, objective: str) -> LoaderData:
+    """One pass over ``loader`` that checks every batch; returns what the loop needs to know of it.
+
+    The global random state is left as it was (the pass may shuffle).
+    """
+    spec, first, n = get_objective(objective), None, 0
+    has_subset = False
+    with torch.random.fork_rng(devices=[]):
+        for b, item in enumerate(loader):
+            X_b, y_b, X_a, y_a = split_batch(item)
+            labels = check_training_data(X_b, y_b, f"batch {b} X", f"batch {b} y")
+            if first is None:
+                first = (X_b.shape[1], X_b.device, X_b.dtype, X_a is not None, X_b[:2].clone())
+            if (X_b.shape[1], X_b.device, X_b.dtype, X_a is not None) != first[:4]:
+                raise ValueError(f"Batch {b} of `X` differs from batch 0 in its features, device, dtype or form "
+                                 f"(with or without a separate minibatch of A); every batch must match.")
+            if X_a is not None:
+                subset_labels = check_training_data(X_a, y_a, f"batch {b} X_a", f"batch {b} y_a")
+                if X_a.shape[1:] != X_b.shape[1:] or not bool(subset_mask(subset_labels, objective).all()):
+                    raise ValueError(f"The separate minibatch of batch {b} must hold rows of A ({spec.subset}) "
+                                     f"for {objective!r} with X_b's features; build SubsetBatchSampler with "
+                                     f"objective={objective!r}.")
+                has_subset = has_subset or X_a.shape[0] > 0
+            has_subset = has_subset or bool(subset_mask(labels, objective).any())
+            n += X_b.shape[0]
+    if first is None or n == 0:
+        raise ValueError("`X` gave no batch (or only empty ones); it needs at least one row.")
+    if not has_subset:
+        raise ValueError(f"The batches of `X` have no row of the subset A ({spec.subset}) for {objective!r}.")
+    return LoaderData(loader, n, first[0], first[1], first[2], first[4], first[3])
+
+
+class LoaderTrainingLoop(TrainingLoop):
+    """:class:`~quantile_surrogate.training.loop.TrainingLoop` over an iterable of batches (see the module docstring)."""
+
+    def epoch(self, model, optimizer, generator):
+        objective = self.settings.objective
+
+        def steps():
+            for item in self.data.loader:
+                X_b, y_b, X_a, _ = split_batch(item)
+                labels = y_b.bool()
+                yield X_b, labels, (subset_mask(labels, objective) if X_a is None else None), X_a
+
+        return self.run_steps(model, optimizer, steps())
+
+    def full_loss(self, model, restart) -> float:
+        """The loss on every row of one pass, the threshold from all of its rows of ``A`` (scored in chunks)."""
+        scores, labels = [], []
+        for item in self.data.loader:
+            X_b, y_b, _, _ = split_batch(item)
+            scores.append(predict_scores(model, X_b))
+            labels.append(y_b.bool())
+        scores, labels = torch.cat(scores), torch.cat(labels)
+        in_subset = subset_mask(labels, self.settings.objective)
+        with torch.no_grad():
+            loss = float(self.loss(scores, labels, scores[in_subset]).loss)
+        if not np.isfinite(loss):
+            raise self.diverged(restart, "end")
+        return loss
