@@ -273,3 +273,13 @@ def test_divergence_stops_with_a_clear_error():
     with pytest.raises(TrainingDivergedError, match="smaller learning_rate"):
         clf.fit(X, y)
     assert not hasattr(clf, "threshold_")  # no NaN model is left behind
+
+
+def test_checkpoint_resumes_without_a_random_state(tmp_path):
+    # With random_state=None a resumed fit used to draw a new seed and fail on the fingerprint.
+    X, y = blobs()
+    path = tmp_path / "clf.pt"
+    settings = {**QUICK, "random_state": None}
+    first = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
+    second = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
+    np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))

@@ -96,9 +96,6 @@ def _dump_quantile_classifier(clf, payload: Payload, prefix: str) -> dict:
     if clf.module_factory is not None or callable(clf.quantile):
         raise TypeError("The model file cannot store a custom `module_factory` or `quantile` function.")
     fitted = _fitted(clf, skip=("model_",))
-    for name in ("mean_", "scale_"):  # named `_mean`/`_scale` before issue 9; read either
-        if name not in fitted:
-            fitted[name] = getattr(clf, "_" + name[:-1])
     for key, tensor in clf.model_.state_dict().items():
         payload.tensors[f"{prefix}model_.{key}"] = tensor.detach().cpu().clone()
     return {**_entry("QuantileClassifier", clf, fitted), "tensors": prefix + "model_."}
@@ -110,7 +107,6 @@ def _load_quantile_classifier(entry: dict, payload: Payload):
 
     clf = _rebuild(QuantileClassifier, entry)
     clf.device = "cpu"
-    clf._mean, clf._scale, clf._device = clf.mean_, clf.scale_, torch.device("cpu")  # until the issue-9 rename lands
     prefix = entry["tensors"]
     state = {k[len(prefix):]: v for k, v in payload.tensors.items() if k.startswith(prefix)}
     if not state:

@@ -22,6 +22,7 @@ from ..losses import SURROGATES
 from ..objectives import OBJECTIVES, predict_scores
 from ..quantiles import QUANTILE_ESTIMATORS
 from ..training import TrainingDivergedError, train
+from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
 from ._standardize import standardize_columns, standardizer
 from ._threshold import ThresholdedClassifier
@@ -289,6 +290,10 @@ class QuantileClassifier(ThresholdedClassifier):
     def _draw_seed(self) -> int:
         if isinstance(self.random_state, Integral):
             return int(self.random_state)
+        if self.random_state is None and self.checkpoint is not None:
+            saved = checkpoint_seed(self.checkpoint)  # resume the interrupted fit with the seed it drew
+            if saved is not None:
+                return saved
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
     def _split(self, y01, seed, codes=None):
