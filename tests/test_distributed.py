@@ -43,6 +43,7 @@ def _cases():
         ("r_at_fpr epanechnikov hinge", losses.recall_at_fpr_loss,
          dict(fpr=0.1, quantile="epanechnikov", bandwidth=0.1, surrogate="hinge"), None),
         ("rate subset positives", losses.rate_constrained_loss, dict(rate=0.5, subset=subset, penalize="positives"), None),
+        ("rate subset by name", losses.rate_constrained_loss, dict(rate=0.3, subset="negatives"), None),
         ("pr_auc", losses.pr_auc_loss, dict(recalls=(0.3, 0.6, 0.9)), None),
         ("p_at_r none", losses.precision_at_recall_loss, dict(recall=0.8, reduction="none"), None),
         ("no positives on rank 1", losses.precision_at_recall_loss, dict(recall=0.8), "rank1_negative"),
@@ -88,7 +89,7 @@ def _worker(rank, port, out_dir):
             scores, labels = _data(sum(SPLIT), 1, mode)
             local = _slice(scores, rank, SPLIT).clone().requires_grad_()
             kw = dict(kwargs)
-            if "subset" in kw:
+            if isinstance(kw.get("subset"), torch.Tensor):
                 kw["subset"] = _slice(kw["subset"], rank, SPLIT)
             loss = distributed_loss(loss_fn, local, _slice(labels, rank, SPLIT), average_gradients=False, **kw)
             loss.sum().backward()

@@ -194,3 +194,17 @@ def test_check_stdout_refuses_appending_to_an_input(tmp_path, monkeypatch):
         with pytest.raises(OutputPathError, match="standard output is the input file"):
             _files.check_stdout([data])
         _files.check_stdout([tmp_path / "missing.csv"])  # nothing to compare with: fine
+
+
+def test_a_write_removes_temporaries_left_by_a_killed_process(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # a process id that has exited
+    stale = tmp_path / f".out.csv.{dead}.0badc0de.tmp"
+    unrelated = tmp_path / f".other.csv.{dead}.0badc0de.tmp"
+    stale.write_text("half")
+    unrelated.write_text("half")
+    _files.atomic_write(tmp_path / "out.csv", lambda p: p.write_text("a\n"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [unrelated.name, "out.csv"]

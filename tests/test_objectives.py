@@ -11,6 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sklearn.exceptions import UndefinedMetricWarning
+
 from quantile_surrogate import losses, metrics
 from quantile_surrogate.objectives import (
     OBJECTIVES,
@@ -170,3 +172,13 @@ def test_metric_is_the_exact_metric_at_the_boundary():
     s = np.array([8, 7, 6, 5, 4, 3, 2, 1], dtype=float)
     assert objective_metric(y, s, objective="precision_at_recall", target=0.5) == metrics.precision_at_recall(y, s, 0.5)
     assert metrics.precision_at_recall(y, s, 0.5) == pytest.approx(2 / 3)
+
+
+def test_grouped_metric_is_nan_with_a_warning_when_undefined():
+    # No positive in y: recall at FPR is undefined, not 0.0.
+    y = np.zeros(6, dtype=int)
+    s = np.arange(6.0)
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    with pytest.warns(UndefinedMetricWarning, match="recall"):
+        value = objective_metric(y, s, objective="recall_at_fpr", target=0.3, groups=groups)
+    assert math.isnan(value)

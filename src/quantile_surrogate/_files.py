@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 import sys
 from pathlib import Path
 
-__all__ = ["WriteError", "OutputPathError", "atomic_write", "atomic_writes", "check_output", "check_stdout",
+__all__ = ["WriteError", "OutputPathError", "atomic_write", "atomic_writes", "remove_stale_temporaries", "check_output", "check_stdout",
            "output_folder"]
 
 
@@ -137,6 +138,42 @@ def _fsync(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
+def _process_is_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process writes one checkpoint at a time: its own leftover is stale
+    if os.name == "nt":
+        return True  # os.kill would terminate the process there; keep the file
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # running, as another user
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
+def remove_stale_temporaries(path) -> list[Path]:
+    """Delete ``.{name}.{pid}.tmp`` files next to ``path`` left by processes that no longer run; returns them.
+
+    A process killed while writing a checkpoint (SIGKILL, power loss) cannot remove its
+    temporary; a running process's temporary (another fit writing the same path) is kept.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)(?:\.[0-9a-f]+)?\.tmp")
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    for candidate in path.parent.iterdir():
+        match = pattern.fullmatch(candidate.name)
+        if match and candidate.is_file() and not candidate.is_symlink() \
+                and not _process_is_running(int(match.group(1))):
+            candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    return removed
+
+
 def atomic_writes(items, *, inputs=()) -> None:
     """Write several files all-or-nothing as far as the file system allows.
 
@@ -147,6 +184,8 @@ def atomic_writes(items, *, inputs=()) -> None:
     """
     items = [(Path(path), write) for path, write in items]
     targets = [check_output(path, inputs) for path, _ in items]
+    for target in targets:
+        remove_stale_temporaries(target)
     temporaries: list[Path] = []
     try:
         for (path, write), target in zip(items, targets):

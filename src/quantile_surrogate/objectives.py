@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+from sklearn.exceptions import UndefinedMetricWarning
 from torch import nn
 
 from . import metrics
@@ -155,7 +156,8 @@ def objective_metric(y_true, y_score, *, objective: str, target: float, groups=N
     With ``groups`` (integer codes, one per row) the constraint is met in every group: each
     group's rows are thresholded at :func:`constraint_threshold` on that group, and the metric
     is read off the pooled predictions ``score > theta_g``: precision for
-    ``precision_at_recall`` and ``precision_at_rate``, recall for ``recall_at_fpr`` (0.0 if
+    ``precision_at_recall`` and ``precision_at_rate``, recall for ``recall_at_fpr`` (NaN with an
+    ``UndefinedMetricWarning`` if
     nothing is predicted positive, or no row is positive). Unlike the ungrouped metrics this
     is the value at the constraint thresholds, not the best over all thresholds that meet it:
     with several groups the best joint choice is a combinatorial problem. ``names`` (the
@@ -171,8 +173,16 @@ def objective_metric(y_true, y_score, *, objective: str, target: float, groups=N
                                              n_groups=None if names is None else len(names), names=names)
     predicted = y_score > thresholds[groups]
     if spec.subset == "negatives":  # the metric is a recall
-        return float(predicted[y_true].mean()) if y_true.any() else 0.0
-    return float(y_true[predicted].mean()) if predicted.any() else 0.0
+        return _rate_or_nan(predicted[y_true], "recall: no row is positive")
+    return _rate_or_nan(y_true[predicted], "precision: no row is predicted positive")
+
+
+def _rate_or_nan(hits: np.ndarray, why: str) -> float:
+    """The mean of ``hits``; NaN with scikit-learn's UndefinedMetricWarning when there is none, never a silent 0."""
+    if hits.size == 0:
+        warnings.warn(f"Undefined {why}; returning NaN.", UndefinedMetricWarning, stacklevel=3)
+        return math.nan
+    return float(hits.mean())
 
 
 TIED_SCORES_MESSAGE = (

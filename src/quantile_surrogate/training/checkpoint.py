@@ -23,14 +23,13 @@ instead of silently continuing someone else's run.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
 import warnings
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from .._files import atomic_write, remove_stale_temporaries
 from .state import LoopState, TrainingSettings
 
 __all__ = ["CHECKPOINT_VERSION", "checkpoint_seed", "fingerprint", "load_checkpoint", "save_checkpoint"]
@@ -88,42 +87,6 @@ def _check_regular(path: Path) -> None:
     if path.is_symlink() or (path.exists() and not path.is_file()):
         kind = "a symbolic link" if path.is_symlink() else "a folder" if path.is_dir() else "a special file"
         raise ValueError(NOT_A_FILE_MESSAGE.format(path=str(path), kind=kind))
-
-
-def _process_is_running(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # this process writes one checkpoint at a time: its own leftover is stale
-    if os.name == "nt":
-        return True  # os.kill would terminate the process there; keep the file
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # running, as another user
-    except (OverflowError, ValueError):
-        return False
-    return True
-
-
-def remove_stale_temporaries(path) -> list[Path]:
-    """Delete ``.{name}.{pid}.tmp`` files next to ``path`` left by processes that no longer run; returns them.
-
-    A process killed while writing a checkpoint (SIGKILL, power loss) cannot remove its
-    temporary; a running process's temporary (another fit writing the same path) is kept.
-    """
-    path = Path(path)
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.(\d+)\.tmp")
-    removed = []
-    if not path.parent.is_dir():
-        return removed
-    for candidate in path.parent.iterdir():
-        match = pattern.fullmatch(candidate.name)
-        if match and candidate.is_file() and not candidate.is_symlink() \
-                and not _process_is_running(int(match.group(1))):
-            candidate.unlink(missing_ok=True)
-            removed.append(candidate)
-    return removed
 
 
 def _read(path: Path) -> dict | None:
@@ -192,15 +155,5 @@ def save_checkpoint(path, state: LoopState) -> None:
     path = Path(path)
     _check_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     saved = {"format": FORMAT, "version": CHECKPOINT_VERSION, "state": state.to_dict()}
-    try:
-        with open(temporary, "wb") as handle:
-            torch.save(saved, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+    atomic_write(path, lambda temporary: torch.save(saved, temporary))

@@ -110,7 +110,9 @@ class _Rows(NamedTuple):
 def _rate_subset(positive, kwargs):
     subset = kwargs.get("subset")
     if subset is None:
-        raise ValueError("Pass `subset=` (a bool row mask of A on this rank) or `threshold_scores=`.")
+        raise ValueError("Pass `subset=` (a bool row mask of A on this rank, or a name) or `threshold_scores=`.")
+    if isinstance(subset, str):  # "positives", "negatives" or "all", as rate_constrained_loss takes it
+        return {"positives": positive, "negatives": ~positive, "all": positive | ~positive}[subset]
     return subset
 
 
