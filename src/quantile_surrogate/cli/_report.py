@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from ..objectives import get_objective
 from .model_file import MODELS
 
-__all__ = ["report_text", "plot_writer"]
+__all__ = ["report_text", "group_lines", "plot_writer"]
 
 
 def _model_line(saved) -> str:
@@ -15,15 +17,42 @@ def _model_line(saved) -> str:
     if saved.delta is not None:
         guarantee = (f", threshold calibrated on a held-out {saved.calibration_size:.0%} of the training rows so that "
                      f"the constraint holds with probability >= {1 - saved.delta:g}")
+    if getattr(saved, "groups", None) is not None:
+        guarantee += f", one threshold per group of column '{saved.groups}'"
+        guarantee += " (the guarantee holds in each group)" if saved.delta is not None else ""
     return (f"Model: {MODELS.get(saved.model_kind, saved.model_kind)} ({saved.model_kind}), objective "
             f"{saved.objective}, target {saved.target:g}"
             f"{guarantee}; trained on {Path(saved.trained_on).name} ({saved.n_rows} rows) with quantile-surrogate "
             f"{saved.version}.")
 
 
+def _cell(value: float, low: float, high: float) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:.4f} [{low:.4f}, {high:.4f}]" if np.isfinite(low) else f"{value:.4f} [n/a]"
+
+
+def group_lines(column: str, rows) -> list[str]:
+    """The per-group table: each metric with its 95 % interval from a bootstrap of that group's rows alone.
+
+    ``rows``: ``(group, n_rows, n_positive, table, n_used)`` per group, ``table`` as from
+    :func:`~quantile_surrogate.bootstrap.bootstrap_metrics`.
+    """
+    names = [name for name, *_ in rows[0][3]] if rows else []
+    lines = [f"## Per group (column '{column}')", "",
+             "| group | rows | positives | " + " | ".join(names) + " | resamples used |",
+             "|---" * (len(names) + 4) + "|"]
+    for group, n_rows, n_positive, table, used in rows:
+        cells = " | ".join(_cell(value, low, high) for _, value, low, high in table)
+        lines.append(f"| {group} | {n_rows} | {n_positive} | {cells} | {used} |")
+    lines += ["", "Each cell: the value on the group's rows [95 % percentile-bootstrap interval, resampling that "
+                  "group's rows only]; n/a where the group lacks a class or a predicted positive.", ""]
+    return lines
+
+
 def report_text(saved, model_file, data, table, n_used: int, n_resamples: int, seed: int, n_rows: int,
-                n_positive: int, plot_name: str) -> str:
-    """The report: what was evaluated, the metrics with their bootstrap intervals, and the plot."""
+                n_positive: int, plot_name: str, extra=()) -> str:
+    """The report: what was evaluated, the metrics with their bootstrap intervals, ``extra`` lines, and the plot."""
     lines = [
         f"# {Path(model_file).name} on {Path(data).name}",
         "",
@@ -37,6 +66,7 @@ def report_text(saved, model_file, data, table, n_used: int, n_resamples: int, s
         f"Percentile bootstrap over rows: {n_used} of {n_resamples} resamples (those with both classes), "
         f"seed {seed}. The deployed threshold predicts positive when the score is > 0.",
         "",
+        *extra,
         f"![precision-recall curve]({plot_name})",
         "",
     ]

@@ -28,8 +28,9 @@ from .._files import WriteError, atomic_write, atomic_writes, check_output, chec
 from ..bootstrap import bootstrap_metrics
 from ..objectives import OBJECTIVES, get_objective
 from ._args import int_at_least, layer_sizes, open_unit_interval
-from ._file_io import InputError, column_warnings, features, iter_table, labels, read_table, schema_of, show
-from ._report import plot_writer, report_text
+from ._file_io import (InputError, categorical_column, column_warnings, features, iter_table, labels, read_table,
+                       schema_of, show)
+from ._report import group_lines, plot_writer, report_text
 from .model_file import MODELS, SavedModel, load_model, save_model
 
 __all__ = ["register", "run_fit", "run_predict", "run_evaluate"]
@@ -88,12 +89,43 @@ def _check_fit_outputs(args) -> None:
                              f"give them different paths.")
 
 
+def _fit_groups(frame, args):
+    """The ``--groups`` column as text labels (3 and 3.0 are one group), or None; it is not a feature."""
+    column = args.groups
+    if column is None:
+        return None
+    if column == args.label or column in args.drop or column in args.categorical:
+        other = "--label" if column == args.label else "--drop" if column in args.drop else "--categorical"
+        raise InputError(f"{args.data}: column '{column}' is named by --groups and by {other}; a group column is "
+                         f"neither a label nor a feature, so name it once, with --groups.")
+    if column not in frame.columns:
+        raise InputError(f"{args.data}: column '{column}' (the --groups) is missing; the columns are "
+                         f"{', '.join(frame.columns)}.")
+    empty = frame[column].isna().to_numpy()
+    if empty.any():
+        raise InputError(f"{args.data}: column '{column}' (the --groups) has {int(empty.sum())} empty cells (first at "
+                         f"data row {int(np.flatnonzero(empty)[0]) + 1}); every row needs a group.")
+    return categorical_column(frame, column)
+
+
+def _fit_model(model, X, y, groups) -> None:
+    """``model.fit``; groups go to the calibration wrapper, or to the pipeline's classifier (trained per group)."""
+    if groups is None:
+        model.fit(X, y)
+    elif hasattr(model, "named_steps"):
+        model.fit(X, y, classifier__groups=groups)
+    else:
+        model.fit(X, y, groups=groups)
+
+
 def run_fit(args) -> int:
     _check_fit_outputs(args)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     frame = read_table(args.data, skip=args.drop)
     y, classes = labels(frame, args.label, args.data, args.positive)
-    schema = schema_of(frame, args.label, args.drop, args.categorical, args.data)
+    groups = _fit_groups(frame, args)
+    schema = schema_of(frame, args.label, args.drop + ([args.groups] if groups is not None else []), args.categorical,
+                       args.data)
     X = features(frame, schema, args.data)
     del frame
     say(f"{args.data}: {len(X)} rows, {int(y.sum())} positive (class {show(classes[1])}; choose with --positive), "
@@ -104,17 +136,21 @@ def run_fit(args) -> int:
         levels = ", ".join(f"{c} ({pd.unique(X[c]).size} values)" for c in schema["categorical"])
         say(f"{args.data}: one-hot encoding the categorical columns {levels}; values unseen in training "
             f"are encoded as all zeros.")
+    if groups is not None:
+        say(f"{args.data}: one threshold per group of column '{args.groups}' ({pd.unique(groups).size} groups); "
+            f"predict and evaluate read the same column.")
     model = _build_model(schema, args)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # what a library prints while fitting is not output
-            model.fit(X, y)
+            _fit_model(model, X, y, groups)
     except ImportError as error:  # --model lightgbm without LightGBM installed
         raise InputError(str(error).splitlines()[0]) from None
     except (ValueError, FloatingPointError) as error:  # too few held-out positives for --delta, divergence, checkpoint
         raise InputError(f"{args.data}: {str(error).splitlines()[0]}") from None
     saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=args.objective,
                        target=args.target, model_kind=args.model, trained_on=str(args.data), n_rows=int(len(X)),
-                       delta=args.delta, calibration_size=args.calibration_size if args.delta is not None else None)
+                       delta=args.delta, calibration_size=args.calibration_size if args.delta is not None else None,
+                       groups=args.groups)
     save_model(saved, args.out, inputs=[args.data])
     say(f"Wrote {args.out}.")
     return 0
@@ -122,10 +158,33 @@ def run_fit(args) -> int:
 
 # ----------------------------------------------------------------------------- predict
 
+def _chunk_groups(saved: SavedModel, chunk, data: Path, offset: int):
+    """The chunk's groups (text, as in fit), or None for a model without groups; an unseen group is an error."""
+    if saved.groups is None:
+        return None
+    values, known = categorical_column(chunk, saved.groups), saved.group_labels
+    unseen = ~np.isin(values, known)
+    if unseen.any():
+        i = int(np.flatnonzero(unseen)[0])
+        shown = ", ".join(show(v) for v in known[:10]) + (", ..." if len(known) > 10 else "")
+        raise InputError(f"{data}: column '{saved.groups}' (the model's groups) holds {show(values[i])} at data row "
+                         f"{offset + i + 1}, a group not seen in training, which has no threshold; the model knows "
+                         f"{shown}.")
+    return values
+
+
+def _columns(saved: SavedModel, *extra) -> list:
+    """The input columns a model reads: its features, its group column, and ``extra``."""
+    groups = [saved.groups] if saved.groups is not None else []
+    return saved.schema["numeric"] + saved.schema["categorical"] + groups + list(extra)
+
+
 def _scores(saved: SavedModel, chunk, data: Path, offset: int) -> np.ndarray:
     """The model's scores of one chunk; a value the model cannot score is an error naming its row, not a NaN."""
+    groups = _chunk_groups(saved, chunk, data, offset)
     try:
-        score = saved.decision_function(features(chunk, saved.schema, data, offset))
+        X = features(chunk, saved.schema, data, offset)
+        score = saved.decision_function(X) if groups is None else saved.decision_function(X, groups=groups)
     except ValueError as error:  # e.g. a value too far from the training data's range to standardise
         raise InputError(f"{data}: {' '.join(str(error).split())}") from None
     bad = np.isnan(score)
@@ -139,8 +198,7 @@ def _prediction_chunks(saved: SavedModel, data: Path, keep):
     """DataFrames of (kept columns, prediction, score), one per chunk of the input file."""
     classes = np.empty(2, dtype=object)
     classes[:] = saved.classes
-    columns = saved.schema["numeric"] + saved.schema["categorical"] + list(keep)
-    for offset, chunk in iter_table(data, columns):
+    for offset, chunk in iter_table(data, _columns(saved, *keep)):
         score = _scores(saved, chunk, data, offset)
         out = pd.DataFrame({"prediction": classes[(score > 0).astype(np.int64)], "score": score})
         if keep:
@@ -177,10 +235,13 @@ def run_predict(args) -> int:
 # ----------------------------------------------------------------------------- evaluate
 
 def _labelled_scores(saved: SavedModel, data: Path):
-    """``(positive, score)`` over the whole file, read in chunks; the label must hold the model's two classes."""
+    """``(positive, score, groups)`` over the whole file, read in chunks; the label must hold the model's two classes.
+
+    ``groups`` is None for a model without groups.
+    """
     label, classes = saved.label, saved.classes
-    positive, scores = [], []
-    for offset, chunk in iter_table(data, saved.schema["numeric"] + saved.schema["categorical"] + [label]):
+    positive, scores, groups = [], [], []
+    for offset, chunk in iter_table(data, _columns(saved, label)):
         values = chunk[label]
         unknown = ~values.isin(classes)
         if unknown.any():
@@ -189,10 +250,23 @@ def _labelled_scores(saved: SavedModel, data: Path):
                              f"the model knows only {show(classes[0])} and {show(classes[1])}.")
         positive.append((values == classes[1]).to_numpy())
         scores.append(_scores(saved, chunk, data, offset))
+        groups.append(_chunk_groups(saved, chunk, data, offset))
     positive, score = np.concatenate(positive), np.concatenate(scores)
     if positive.all() or not positive.any():
         raise InputError(f"{data}: column '{label}' has a single class; evaluation needs both.")
-    return positive, score
+    return positive, score, None if saved.groups is None else np.concatenate(groups)
+
+
+def _group_rows(saved: SavedModel, positive, score, groups, args):
+    """``(group, rows, positives, table, used)`` per group present in the file, each bootstrapped on its own rows."""
+    rows = []
+    for group in saved.group_labels:
+        mask = groups == group
+        if mask.any():
+            table, used = bootstrap_metrics(positive[mask], score[mask], saved.objective, saved.target,
+                                            n_resamples=args.bootstrap, seed=args.seed)
+            rows.append((group, int(mask.sum()), int(positive[mask].sum()), table, used))
+    return rows
 
 
 def _print(text: str) -> None:
@@ -207,13 +281,14 @@ def _print(text: str) -> None:
 
 def run_evaluate(args) -> int:
     saved = load_model(args.model_file)
-    positive, score = _labelled_scores(saved, args.data)
+    positive, score, groups = _labelled_scores(saved, args.data)
     table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
                                     seed=args.seed)
     out_dir, stem = Path(args.out_dir), Path(args.data).stem
     report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
+    extra = [] if groups is None else group_lines(saved.groups, _group_rows(saved, positive, score, groups, args))
     text = report_text(saved, args.model_file, args.data, table, used, args.bootstrap, args.seed, len(positive),
-                       int(positive.sum()), plot_path.name)
+                       int(positive.sum()), plot_path.name, extra=extra)
     plot = plot_writer(positive, score, table[0][1], table[1][1], saved.objective, saved.target,
                        f"{Path(args.data).name}: {saved.objective}")
     _print(text)  # first: a full standard output then leaves no file behind
@@ -244,6 +319,10 @@ def _register_fit(subparsers) -> None:
     fit.add_argument("--categorical", nargs="+", default=[], metavar="COLUMN",
                      help="columns to one-hot encode even if they hold numbers")
     fit.add_argument("--drop", nargs="+", default=[], metavar="COLUMN", help="columns to ignore (ids, leaks)")
+    fit.add_argument("--groups", default=None, metavar="COLUMN",
+                     help="a column of group labels (not a feature): one threshold per group, so the constraint holds "
+                          "in every group (with --delta: the guarantee, in every group); predict and evaluate read "
+                          "the same column (docs/fairness.md)")
     fit.add_argument("--delta", type=open_unit_interval("0.05 for a 95 %% guarantee"), default=None,
                      help="hold out --calibration-size of the rows and set the threshold so that the constraint holds "
                           "on new data with probability >= 1 - delta (docs/calibration.md)")

@@ -74,10 +74,25 @@ class SavedModel:
     delta: float | None = None
     calibration_size: float | None = None
     version: str = __version__
+    groups: str | None = None
+    """The ``fit --groups`` column: every row is compared with its group's threshold; None without groups."""
 
-    def decision_function(self, X) -> np.ndarray:
-        """Scores of the feature frame ``X``; > 0 means ``classes[1]``."""
-        return np.asarray(self.model.decision_function(X), dtype=np.float64)
+    def _thresholded(self):
+        """The estimator that holds the thresholds (and ``groups_``): the pipeline's classifier, or the wrapper."""
+        return self.model.named_steps["classifier"] if hasattr(self.model, "named_steps") else self.model
+
+    @property
+    def group_labels(self):
+        """The group labels seen in training (text), or None for a model without groups."""
+        return getattr(self._thresholded(), "groups_", None)
+
+    def decision_function(self, X, groups=None) -> np.ndarray:
+        """Scores of the feature frame ``X``; > 0 means ``classes[1]``. ``groups``: one label per row, if fitted so."""
+        if groups is None:
+            return np.asarray(self.model.decision_function(X), dtype=np.float64)
+        if hasattr(self.model, "named_steps"):  # a Pipeline routes no `groups` without metadata routing
+            X = self.model[:-1].transform(X)
+        return np.asarray(self._thresholded().decision_function(X, groups=groups), dtype=np.float64)
 
 
 def compatible(saved: str, running: str) -> bool:

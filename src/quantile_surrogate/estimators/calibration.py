@@ -1,42 +1,18 @@
-r"""Decision thresholds with a held-out guarantee (distribution-free, by order statistics).
+r"""Decision thresholds with a held-out guarantee: the scikit-learn side.
 
-The paper (Mackey, Luo & Eban 2018) sets the threshold at the empirical quantile
-``q(f(A), 1 - c)`` of the training scores, so the rate constraint holds *on the training
-set*. On new data the same threshold meets a recall target only about half the time: the
-empirical quantile is a median-unbiased estimate of the population quantile, no more.
-This module picks, on a held-out ("calibration") set, the order statistic that makes the
-constraint hold on the population with probability at least ``1 - delta`` over the draw
-of the held-out set:
-
-=========================  ========================================  ==========================
-function                   guarantee, with probability >= 1 - delta  rows it reads
-=========================  ========================================  ==========================
-:func:`recall_threshold`   recall = P(f(x) > t | y = 1) >= target    held-out positives
-:func:`fpr_threshold`      FPR = P(f(x) > t | y = 0) <= target       held-out negatives
-:func:`rate_threshold`     rate = P(f(x) > t) <= target ("upper")    all held-out rows
-                           or >= target ("lower")
-=========================  ========================================  ==========================
-
-:func:`calibrate_threshold` does the same for a fitted scikit-learn estimator and returns a
-:class:`GuaranteedThresholdClassifier`.
-
-The one identity behind all of it (Wilks 1941; David & Nagaraja, *Order Statistics*, 3rd ed.,
-section 2.2): if ``U_1..U_n`` are i.i.d. uniform on (0, 1), the k-th smallest satisfies
-
-    P(U_(k) <= b) = P(Binomial(n, b) >= k) = I_b(k, n - k + 1)   (U_(k) ~ Beta(k, n - k + 1)),
-
-because ``U_(k) <= b`` says that at least ``k`` of the ``n`` draws fall below ``b``. The
-derivation for each constraint is in the docstring of :func:`guaranteed_rank`.
+The order statistics that carry the guarantee, and their proof, are in
+:mod:`quantile_surrogate.guarantees` (:func:`recall_threshold`, :func:`fpr_threshold`,
+:func:`rate_threshold`, re-exported here). This module wraps them for estimators:
+:class:`GuaranteedThresholdClassifier` fits an estimator (or takes a frozen one) and sets the
+guaranteed threshold on held-out rows, one per group with ``groups=``, and
+:func:`calibrate_threshold` does that for an estimator that is already fitted.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
-from scipy.stats import binom
 from sklearn.base import _fit_context, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import train_test_split
@@ -45,8 +21,16 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .._validation import check_number, check_target
+from ..guarantees import (
+    BOUNDS,
+    guaranteed_rank,
+    fpr_threshold,
+    min_calibration_size,
+    rate_threshold,
+    recall_threshold,
+)
 from ..objectives import OBJECTIVES
+from ._groups import encode_groups
 from ._threshold import ThresholdedClassifier
 
 __all__ = [
@@ -63,284 +47,16 @@ __all__ = [
 
 # constraint -> (rows it is measured on, side of the threshold that is bounded)
 CONSTRAINTS = tuple(objective.constraint for objective in OBJECTIVES.values())
-BOUNDS = ("upper", "lower")
 
-DELTA_MESSAGE = (
-    "`delta` must be strictly between 0 and 1; got {value!r}. It is the allowed failure "
-    "probability: delta=0.05 gives the guarantee with probability 0.95."
-)
-TOO_FEW_MESSAGE = (
-    "Guaranteeing {what} with probability {confidence:g} needs at least {needed} held-out "
-    "{rows}; got {got}. Hold out more {rows}, or relax `target` or `delta`."
-)
-SCORES_MESSAGE = "`{name}` must be a non-empty 1-D array of finite numbers; got {problem}."
-BOUND_MESSAGE = (
-    "`bound` must be 'upper' (rate <= target, a capacity cap) or 'lower' (rate >= target, a "
-    "coverage floor); got {value!r}."
+GROUP_TOO_FEW_MESSAGE = (
+    "Group {group!r} has {got} held-out {rows}; guaranteeing {what} in it with probability {confidence:g} needs "
+    "at least {needed}. Hold out more of that group's rows (a larger `calibration_size` or X_cal), merge it with "
+    "another group, or relax `target` or `delta`."
 )
 NO_RESPONSE_MESSAGE = (
     "{name} has neither `decision_function` nor `predict_proba`; a threshold needs a "
     "real-valued score. Use a classifier such as LogisticRegression or QuantileClassifier."
 )
-
-
-def _check_delta(delta) -> float:
-    delta = check_number(delta, "delta")
-    if not 0.0 < delta < 1.0:
-        raise ValueError(DELTA_MESSAGE.format(value=delta))
-    return delta
-
-
-def _check_scores(scores, name: str) -> np.ndarray:
-    try:
-        array = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(SCORES_MESSAGE.format(name=name, problem=f"values of type {type(scores).__name__}"))
-    if array.ndim != 1:
-        raise ValueError(SCORES_MESSAGE.format(name=name, problem=f"shape {array.shape}"))
-    if array.size == 0:
-        raise ValueError(SCORES_MESSAGE.format(name=name, problem="no values"))
-    bad = int(np.count_nonzero(~np.isfinite(array)))
-    if bad:
-        raise ValueError(SCORES_MESSAGE.format(name=name, problem=f"{bad} NaN or inf of {array.size}"))
-    return array
-
-
-@functools.lru_cache(maxsize=1024)
-def _rank(n: int, tail: float, delta: float) -> int:
-    """Largest k in 0..n with ``binom.cdf(k - 1, n, tail) <= delta`` (0 if only k = 0 qualifies)."""
-    # ppf gives the smallest m with cdf(m) >= delta; step to the largest m with cdf(m) <= delta,
-    # checking the neighbours because ppf rounds near ties.
-    m = int(binom.ppf(delta, n, tail))
-    while m >= 0 and binom.cdf(m, n, tail) > delta:
-        m -= 1
-    while m + 1 <= n - 1 and binom.cdf(m + 1, n, tail) <= delta:
-        m += 1
-    return m + 1
-
-
-def min_calibration_size(tail: float, delta: float = 0.05) -> int:
-    r"""The fewest held-out rows for which :func:`guaranteed_rank` exists: ``ceil(ln delta / ln(1 - tail))``.
-
-    Rank 1 (the most conservative threshold, the extreme score) works iff
-    ``P(Binomial(n, tail) >= 1) = 1 - (1 - tail)^n >= 1 - delta``, i.e. ``(1 - tail)^n <= delta``.
-
-    ``tail`` is ``1 - target`` for recall (and the "lower" rate bound), ``target`` for FPR
-    (and the "upper" rate bound). Recall 0.95 at delta 0.05 needs 59 positives; FPR 0.01 at
-    delta 0.05 needs 299 negatives.
-
-    Examples
-    --------
-    >>> min_calibration_size(0.05, 0.05)  # 0.95 ** 59 = 0.0485 <= 0.05 < 0.95 ** 58
-    59
-    """
-    tail = check_target(tail, "tail")
-    delta = _check_delta(delta)
-    n = max(1, math.ceil(math.log(delta) / math.log1p(-tail)))
-    # Guard the float log ratio against landing one off.
-    while n > 1 and (1.0 - tail) ** (n - 1) <= delta:
-        n -= 1
-    while (1.0 - tail) ** n > delta:
-        n += 1
-    return n
-
-
-def guaranteed_rank(n: int, tail: float, delta: float = 0.05) -> int:
-    r"""The largest ``k`` with ``P(U_(k) <= tail) = P(Binomial(n, tail) >= k) >= 1 - delta``.
-
-    Parameters
-    ----------
-    n : int
-        Held-out rows in the subset the constraint is measured on.
-    tail : float in (0, 1)
-        The population fraction allowed on the wrong side of the threshold: ``1 - target``
-        for recall, ``target`` for FPR.
-    delta : float in (0, 1)
-        Allowed failure probability.
-
-    Returns
-    -------
-    int in 1..n
-
-    Raises
-    ------
-    ValueError
-        If ``n < min_calibration_size(tail, delta)``: no order statistic gives the guarantee.
-
-    Notes
-    -----
-    **Recall.** Let ``S_1..S_n`` be the held-out positives' scores, i.i.d. with CDF ``F``,
-    and predict positive iff ``s >= S_(k)`` (the k-th smallest). The recall on new data is
-    ``R = 1 - F(S_(k)-)``, so it misses the target ``c`` iff ``M = F(S_(k)-) > 1 - c = b``.
-    Write ``S_i = F^{-1}(U_i)`` with ``U_i`` uniform; since ``x < F^{-1}(u)`` implies
-    ``F(x) < u``, ``F(F^{-1}(u)-) <= u``, and a monotone map keeps the order, so
-    ``M <= U_(k)`` and
-
-        P(R >= c) >= P(U_(k) <= b) = P(Binomial(n, b) >= k),
-
-    with equality when ``F`` is continuous. The largest ``k`` with that probability at
-    least ``1 - delta`` (the highest threshold, so the best precision) is
-    ``k = max{k : binom.cdf(k - 1; n, b) <= delta}``.
-
-    **FPR.** Let ``T_1..T_m`` be the negatives' scores with CDF ``G``, and predict positive
-    iff ``s > T_(m-j+1)`` (the j-th largest). The FPR is ``1 - G(T_(m-j+1))``; now
-    ``G(G^{-1}(u)) >= u`` (right continuity), so ``FPR <= 1 - U_(m-j+1) = V_(j)`` with
-    ``V = 1 - U`` uniform, and ``P(FPR <= a) >= P(V_(j) <= a) = P(Binomial(m, a) >= j)``:
-    the same rank function with ``tail = a`` on the negated scores.
-
-    **Rate.** The predicted positive rate is the FPR computed on all rows ("upper":
-    rate <= target) or the recall computed on all rows ("lower": rate >= target).
-
-    **Ties and the threshold returned.** The two rules differ only for scores equal to the
-    order statistic: ``>=`` for recall (ties count as caught) and ``>`` for FPR (ties count
-    as rejected), which is what the proofs above need when ``F`` has atoms. The threshold
-    functions return the adjacent float (``np.nextafter``) below, resp. above, the order
-    statistic, so that ``score > t`` and ``score >= t`` select the same rows and the guarantee
-    holds with either convention.
-
-    **What is guaranteed.** The probability is over the draw of the held-out set, for the
-    population rate on new data from the same distribution, with the model fixed
-    beforehand (not trained on the held-out rows). It is conditional on ``n``, hence also
-    holds when the number of positives in the held-out set is random. The empirical rate on
-    a finite test set adds its own sampling noise on top.
-
-    Examples
-    --------
-    >>> guaranteed_rank(100, 0.05, 0.05)  # P(Bin(100, .05) >= 2) = 0.963, >= 3: 0.882
-    2
-    """
-    if isinstance(n, bool) or not isinstance(n, Integral):
-        raise TypeError(f"`n` must be an int; got {type(n).__name__}.")
-    tail = check_target(tail, "tail")
-    delta = _check_delta(delta)
-    k = _rank(int(n), tail, delta)
-    if k < 1:
-        raise ValueError(
-            TOO_FEW_MESSAGE.format(
-                what=f"a rank with tail {tail:g}", confidence=1 - delta,
-                needed=min_calibration_size(tail, delta), rows="rows", got=n,
-            )
-        )
-    return k
-
-
-def _lower_threshold(scores: np.ndarray, tail: float, delta: float, what: str, rows: str) -> float:
-    """The float just below the k-th smallest score, k from :func:`_rank`."""
-    n = scores.size
-    k = _rank(n, tail, delta)
-    if k < 1:
-        raise ValueError(
-            TOO_FEW_MESSAGE.format(
-                what=what, confidence=1 - delta, needed=min_calibration_size(tail, delta), rows=rows, got=n
-            )
-        )
-    kth = np.partition(scores, k - 1)[k - 1]
-    return float(np.nextafter(kth, -np.inf))
-
-
-def recall_threshold(scores_pos, target: float, delta: float = 0.05) -> float:
-    r"""A threshold ``t`` with ``P(recall on new data >= target) >= 1 - delta``.
-
-    ``t`` is the float just below ``S_(k)``, the k-th smallest held-out positive score, with
-    ``k = max{k : P(Binomial(n, 1 - target) >= k) >= 1 - delta}`` (see
-    :func:`guaranteed_rank` for the derivation). The paper's plain threshold is
-    ``q(f(X+), 1 - target) = S_(floor((1 - target) n))`` (section 4), which meets the
-    target on new data about half the time.
-
-    Parameters
-    ----------
-    scores_pos : array-like of shape (n,)
-        Scores of the held-out positives, from a model not trained on them.
-    target : float in (0, 1)
-        Recall to guarantee.
-    delta : float in (0, 1), default=0.05
-        Allowed failure probability.
-
-    Returns
-    -------
-    float
-        Predict positive iff ``score > t`` (``>=`` selects the same held-out rows).
-
-    Raises
-    ------
-    ValueError
-        With fewer than ``min_calibration_size(1 - target, delta)`` positives.
-
-    Examples
-    --------
-    >>> s = np.arange(1.0, 101.0)  # 100 positives scored 1..100; k = 2
-    >>> t = recall_threshold(s, 0.95, 0.05)
-    >>> bool(t < 2.0 and np.nextafter(t, 3.0) == 2.0)
-    True
-    """
-    scores = _check_scores(scores_pos, "scores_pos")
-    target = check_target(target, "target")
-    delta = _check_delta(delta)
-    return _lower_threshold(scores, 1.0 - target, delta, f"recall >= {target:g}", "positive rows")
-
-
-def fpr_threshold(scores_neg, target: float, delta: float = 0.05) -> float:
-    r"""A threshold ``t`` with ``P(FPR on new data <= target) >= 1 - delta``.
-
-    ``t`` is the float just above ``T_(m-j+1)``, the j-th largest held-out negative score,
-    ``j = max{j : P(Binomial(m, target) >= j) >= 1 - delta}`` (:func:`guaranteed_rank`).
-
-    Parameters
-    ----------
-    scores_neg : array-like of shape (m,)
-        Scores of the held-out negatives.
-    target : float in (0, 1)
-        The FPR not to exceed.
-    delta : float in (0, 1), default=0.05
-
-    Returns
-    -------
-    float
-        Predict positive iff ``score > t``.
-
-    Examples
-    --------
-    >>> s = np.arange(1.0, 101.0)  # 100 negatives; FPR 0.05 -> j = 2, the 2nd largest is 99
-    >>> t = fpr_threshold(s, 0.05, 0.05)
-    >>> bool(t > 99.0 and np.nextafter(t, 0.0) == 99.0)
-    True
-    """
-    scores = _check_scores(scores_neg, "scores_neg")
-    target = check_target(target, "target")
-    delta = _check_delta(delta)
-    return -_lower_threshold(-scores, target, delta, f"FPR <= {target:g}", "negative rows")
-
-
-def rate_threshold(scores, target: float, delta: float = 0.05, *, bound: str = "upper") -> float:
-    r"""A threshold bounding the predicted positive rate ``P(f(x) > t)`` with probability ``1 - delta``.
-
-    ``bound="upper"`` (default) guarantees rate <= target: the capacity case ("reviewers can
-    look at 5 % of the traffic"), the one a precision@K deployment usually needs, and the
-    direction in which overshooting costs something real. It is :func:`fpr_threshold`
-    applied to all rows. ``bound="lower"`` guarantees rate >= target (a coverage floor,
-    "flag at least 5 %"); it is :func:`recall_threshold` applied to all rows.
-
-    Parameters
-    ----------
-    scores : array-like of shape (n,)
-        Scores of all held-out rows (labels are not needed).
-    target : float in (0, 1)
-    delta : float in (0, 1), default=0.05
-    bound : {"upper", "lower"}, default="upper"
-
-    Returns
-    -------
-    float
-        Predict positive iff ``score > t``.
-    """
-    values = _check_scores(scores, "scores")
-    target = check_target(target, "target")
-    delta = _check_delta(delta)
-    if bound == "upper":
-        return -_lower_threshold(-values, target, delta, f"rate <= {target:g}", "rows")
-    if bound == "lower":
-        return _lower_threshold(values, 1.0 - target, delta, f"rate >= {target:g}", "rows")
-    raise ValueError(BOUND_MESSAGE.format(value=bound))
 
 
 def _response(estimator, X, method: str) -> np.ndarray:
@@ -386,8 +102,21 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     estimator_ : the fitted estimator.
     classes_ : ndarray of shape (2,), ``estimator_.classes_``.
     threshold_ : float, on the scale of the response; positive iff response > threshold_.
-    n_calibration_ : int, held-out rows the constraint was measured on.
-    calibration_value_ : float, the constrained rate on those rows at ``threshold_``.
+        With ``groups``: ndarray of shape (n_groups,), the same array as ``group_thresholds_``.
+    groups_ : ndarray of shape (n_groups,) or None
+        The sorted group labels seen in ``fit(X, y, groups=...)``; None without groups.
+    group_thresholds_ : ndarray of shape (n_groups,) or None
+        One guaranteed threshold per entry of ``groups_``; row ``i`` is positive iff
+        ``response_i > group_thresholds_[group of i]``.
+    n_calibration_ : int, held-out rows the constraint was measured on (per group with ``groups``).
+    calibration_value_ : float, the constrained rate on those rows at ``threshold_`` (per group with ``groups``).
+
+    Notes
+    -----
+    With ``groups`` the guarantee holds in each group separately, with probability at least
+    ``1 - delta`` each. Given the group of every held-out row, the groups' held-out scores are
+    independent, so all ``G`` groups meet the constraint at once with probability at least
+    ``(1 - delta) ** G``; for a simultaneous ``1 - delta'``, pass ``delta = 1 - (1 - delta') ** (1 / G)``.
     """
 
     _parameter_constraints = {
@@ -413,7 +142,14 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, groups=None):
+        """Fit ``estimator`` (unless frozen) and set the guaranteed threshold(s) on the held-out rows.
+
+        ``groups`` (optional, shape (n,), any labels) gives each group its own threshold, each
+        picked on that group's held-out rows of ``A``, so the guarantee holds in every group:
+        ``P(constraint holds in group g) >= 1 - delta`` for each ``g``. The split is stratified
+        by (class, group). The wrapped estimator is fitted and scores without groups.
+        """
         if y is None:
             raise ValueError("GuaranteedThresholdClassifier requires y to be passed, but the target y is None.")
         y = column_or_1d(y, warn=True)
@@ -424,14 +160,12 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
                 f"Only binary classification is supported. The type of the target is {y_type} "
                 f"(labels {np.unique(y)[:6].tolist()}); pass a y with exactly two classes."
             )
+        labels, codes = (None, None) if groups is None else encode_groups(groups, len(y))
         estimator = clone(self.estimator)
         if isinstance(estimator, FrozenEstimator):
-            X_cal, y_cal = X, y
+            X_cal, y_cal, codes_cal = X, y, codes
         else:
-            X_fit, X_cal, y_fit, y_cal = train_test_split(
-                X, y, test_size=self.calibration_size, stratify=y, random_state=self.random_state
-            )
-            estimator.fit(X_fit, y_fit)
+            X_cal, y_cal, codes_cal = self._split(estimator, X, y, codes)
         self.estimator_ = estimator
         self.classes_ = np.asarray(estimator.classes_)
         if self.classes_.shape[0] != 2:
@@ -440,7 +174,34 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         if unknown.size:
             raise ValueError(f"`y` has labels {unknown.tolist()} that `estimator` does not know ({self.classes_.tolist()}).")
         scores = _response(estimator, X_cal, self.response_method)
-        subset = scores[self._objective_spec().subset_mask(y_cal == self.classes_[1])]
+        in_subset = self._objective_spec().subset_mask(y_cal == self.classes_[1])
+        if codes is None:
+            self._calibrate_one(scores[in_subset])
+        else:
+            self._calibrate_groups(scores, in_subset, codes_cal, labels)
+        return self
+
+    def _split(self, estimator, X, y, codes):
+        """Fit ``estimator`` on one part of the rows; return ``(X_cal, y_cal, codes_cal)``, the rest.
+
+        Stratified by class, and by (class, group) with groups so that every group is held out
+        in proportion; a (class, group) cell with a single row cannot be split in proportion,
+        and then the split is stratified by class only (the group check names a group left short).
+        """
+        strata = y
+        if codes is not None:
+            cells = np.unique(y, return_inverse=True)[1].reshape(-1) * (codes.max() + 1) + codes
+            sizes = np.bincount(cells)
+            if sizes[sizes > 0].min() >= 2:
+                strata = cells
+        arrays = (X, y) if codes is None else (X, y, codes)
+        parts = train_test_split(*arrays, test_size=self.calibration_size, stratify=strata,
+                                 random_state=self.random_state)
+        X_fit, X_cal, y_fit, y_cal = parts[:4]  # with codes, parts[4:] are the codes of the two parts
+        estimator.fit(X_fit, y_fit)
+        return X_cal, y_cal, (None if codes is None else parts[5])
+
+    def _calibrate_one(self, subset):
         if subset.size == 0:
             side = "positive" if self.constraint == "recall" else "negative"
             raise ValueError(f"The calibration rows contain no {side} row; a {self.constraint} guarantee needs them.")
@@ -448,7 +209,30 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         self.groups_ = self.group_thresholds_ = None
         self.n_calibration_ = int(subset.size)
         self.calibration_value_ = float(np.mean(subset > self.threshold_))
-        return self
+
+    def _calibrate_groups(self, scores, in_subset, codes, labels):
+        """One guaranteed threshold per group, each on the group's own held-out rows of ``A``.
+
+        Rows are i.i.d., so given which rows fall in which group (and class), the held-out
+        scores of group ``g`` are an i.i.d. sample of that group's score distribution and
+        the single-group proof (:func:`guaranteed_rank`) applies to each group as it stands.
+        """
+        tail, what, rows = _tail(self.constraint, float(self.target), self.bound)
+        needed = min_calibration_size(tail, self.delta)
+        thresholds, counts, values = [], [], []
+        for g, label in enumerate(labels):
+            subset = scores[in_subset & (codes == g)]
+            if subset.size < needed:
+                raise ValueError(GROUP_TOO_FEW_MESSAGE.format(
+                    group=label.item() if hasattr(label, "item") else label, got=subset.size, rows=rows,
+                    what=what, confidence=1 - self.delta, needed=needed))
+            thresholds.append(CALIBRATORS[self.constraint](subset, self.target, self.delta, self.bound))
+            counts.append(subset.size)
+            values.append(np.mean(subset > thresholds[-1]))
+        self.groups_ = labels
+        self.group_thresholds_ = self.threshold_ = np.asarray(thresholds, dtype=np.float64)
+        self.n_calibration_ = np.asarray(counts, dtype=np.int64)
+        self.calibration_value_ = np.asarray(values, dtype=np.float64)
 
     def _objective_spec(self):
         """The objective whose constraint this classifier guarantees; ``score`` reports its metric."""
@@ -474,6 +258,17 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         return tags
 
 
+def _tail(constraint: str, target: float, bound: str):
+    """``(tail, what, rows)``: the population fraction allowed on the wrong side, and words for errors."""
+    if constraint == "recall":
+        return 1.0 - target, f"recall >= {target:g}", "positive rows"
+    if constraint == "fpr":
+        return target, f"FPR <= {target:g}", "negative rows"
+    if bound == "upper":
+        return target, f"rate <= {target:g}", "rows"
+    return 1.0 - target, f"rate >= {target:g}", "rows"
+
+
 CALIBRATORS = {
     "recall": lambda scores, target, delta, bound: recall_threshold(scores, target, delta),
     "fpr": lambda scores, target, delta, bound: fpr_threshold(scores, target, delta),
@@ -483,11 +278,13 @@ CALIBRATORS = {
 
 
 def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=0.95, delta=0.05,
-                        bound="upper", response_method="auto") -> GuaranteedThresholdClassifier:
+                        bound="upper", response_method="auto", groups=None) -> GuaranteedThresholdClassifier:
     """Calibrate the threshold of a fitted ``estimator`` on held-out ``(X_cal, y_cal)``.
 
-    Shorthand for ``GuaranteedThresholdClassifier(FrozenEstimator(estimator), ...).fit(X_cal, y_cal)``:
-    the estimator is not refitted. ``X_cal`` must not overlap its training data.
+    Shorthand for ``GuaranteedThresholdClassifier(FrozenEstimator(estimator), ...).fit(X_cal, y_cal, groups=groups)``:
+    the estimator is not refitted. ``X_cal`` must not overlap its training data. With ``groups``
+    (one label per row of ``X_cal``) each group gets its own guaranteed threshold, and the result
+    needs ``groups=`` in ``predict``, ``decision_function`` and ``score``.
 
     Examples
     --------
@@ -503,4 +300,4 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
     return GuaranteedThresholdClassifier(
         FrozenEstimator(estimator), constraint=constraint, target=target, delta=delta,
         bound=bound, response_method=response_method,
-    ).fit(X_cal, y_cal)
+    ).fit(X_cal, y_cal, groups=groups)
