@@ -15,6 +15,7 @@ num_leaves=31 and min_child_samples=20, XGBoost's max_depth=6; one thread each):
 ``logistic``           StandardScaler + LogisticRegression(max_iter=2000), threshold moved
 ``quantile_linear``    QuantileClassifier(objective, target), defaults (a linear model)
 ``quantile_mlp``       QuantileClassifier(..., hidden_layer_sizes=(64,))
+``quantile_cv``        QuantileClassifierCV(objective, target), defaults (alpha, bandwidth, family by 3-fold)
 ``lightgbm``           LGBMClassifier, log loss, threshold moved ("LightGBM + threshold")
 ``xgboost``            XGBClassifier, log loss, threshold moved
 ``qb_lightgbm``        QuantileBoostingClassifier(objective, target, backend="lightgbm")
@@ -47,7 +48,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from quantile_surrogate import QuantileClassifier
+from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
 from quantile_surrogate.datasets import load_housing, load_ionosphere
 from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
 from quantile_surrogate.objectives import get_objective, objective_metric
@@ -57,7 +58,8 @@ DEV_SETS = ("2_annthyroid", "7_Cardiotocography", "12_fault", "19_landsat", "27_
             "29_Pima", "30_satellite", "33_skin", "41_Waveform", "47_yeast")
 PACKAGED = ("ionosphere", "housing")
 OPERATING_POINTS = (("precision_at_recall", 0.9), ("precision_at_rate", 0.05))
-METHODS = ("logistic", "quantile_linear", "quantile_mlp", "lightgbm", "xgboost", "qb_lightgbm", "qb_xgboost")
+METHODS = ("logistic", "quantile_linear", "quantile_mlp", "quantile_cv", "lightgbm", "xgboost", "qb_lightgbm",
+           "qb_xgboost")
 REFERENCE = "lightgbm"
 
 
@@ -79,6 +81,10 @@ def make(method, objective, target, seed, rounds, quick, overrides=None):
     if method == "logistic":
         model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
         return model, model.decision_function
+    if method == "quantile_cv":
+        small = dict(estimator=QuantileClassifier(max_epochs=5, n_restarts=1), alphas=(1e-3,), bandwidths=(0.05,))
+        model = QuantileClassifierCV(objective, target, random_state=seed, **(small if quick else {}))
+        return model, lambda X: model.decision_function(X)
     if method.startswith("quantile_"):
         epochs = dict(max_epochs=5, n_restarts=1) if quick else {}
         hidden = (64,) if method == "quantile_mlp" else ()

@@ -242,10 +242,17 @@ def test_boosting_from_the_log_loss_model_lowers_the_quantile_loss():
     assert after < 0.8 * before
 
 
-def test_adapter_refuses_weights_nonfinite_scores_and_an_empty_subset():
-    fn = lightgbm_objective()
-    with pytest.raises(ValueError, match="Sample weights are not supported"):
-        fn(np.array([0, 1]), np.array([0.0, 1.0]), np.array([1.0, 2.0]))
+def test_adapter_weights_rows_and_refuses_nonfinite_scores_and_an_empty_subset():
+    fn = lightgbm_objective(quantile="point", target=0.5)
+    labels, preds = np.array([0, 1, 1, 0]), np.array([0.3, 1.0, -0.5, -1.0])
+    grad, hess = fn(labels, preds, np.array([2.0, 1.0, 0.0, 1.0]))
+    # Weight 2 is the row twice, weight 0 no row (the repeated data's gradient summed over copies).
+    rep_grad, rep_hess = fn(labels[[0, 0, 1, 3]], preds[[0, 0, 1, 3]])
+    np.testing.assert_allclose(grad[[0, 1, 3]], [rep_grad[0] + rep_grad[1], rep_grad[2], rep_grad[3]])
+    np.testing.assert_allclose(hess[[0, 3]], [rep_hess[0] + rep_hess[1], rep_hess[3]])
+    assert grad[2] == 0.0
+    with pytest.raises(ValueError, match="sample_weight"):
+        fn(labels, preds, np.array([1.0, -1.0, 1.0, 1.0]))
     assert UNSUPPORTED_WEIGHT_MESSAGE.startswith("Sample weights")
     fn(np.array([0, 1]), np.array([0.0, 1.0]), np.ones(2))  # unit weights are no weights
     with pytest.raises(ValueError, match="NaN or inf"):

@@ -117,13 +117,17 @@ def test_auto_early_stopping_holds_out_rows_only_on_large_data():
     large = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0).fit(X, y)
     assert large.validation_curve_ is not None and large.best_epoch_ is not None
     small = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0).fit(X[:500], y[:500])
-    assert small.validation_curve_ is None and small.n_iter_ == 2  # every epoch runs on every row
+    # Small data: no validation split; K-fold cross-fitting picks the epochs, then every row trains that long.
+    assert small.validation_curve_ is None and small.selection_ is not None
+    assert small.n_iter_ == small.selection_["epochs_"] == len(small.loss_curve_)
+    paper = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0, early_stopping=False).fit(X[:500], y[:500])
+    assert paper.validation_curve_ is None and paper.selection_ is None and paper.n_iter_ == 2  # every epoch, every row
 
 
 def test_linear_attributes_reproduce_the_decision_function():
     X, y = blobs()
     X = X * [1.0, 10.0, 0.1, 100.0] + [0.0, 5.0, -3.0, 1.0]  # standardisation must be undone in coef_
-    clf = QuantileClassifier(**QUICK).fit(X, y)
+    clf = QuantileClassifier(early_stopping=False, **QUICK).fit(X, y)
     assert clf.coef_.shape == (1, 4) and clf.intercept_.shape == (1,)
     np.testing.assert_allclose(X @ clf.coef_.ravel() + clf.intercept_[0], clf.decision_function(X), atol=1e-9)
     assert clf.n_features_in_ == 4 and clf.n_iter_ == len(clf.loss_curve_) >= 1
@@ -283,3 +287,35 @@ def test_checkpoint_resumes_without_a_random_state(tmp_path):
     first = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
     second = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
     np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
+
+
+def _best_line_precision(X, y, recall, n_angles=3600):
+    """Exhaustive search over directions (2-D): the best precision at ``recall`` of any linear rule."""
+    from quantile_surrogate.metrics import precision_at_recall
+
+    angles = np.linspace(0, 2 * np.pi, n_angles, endpoint=False)
+    return max(precision_at_recall(y, X @ np.array([np.cos(a), np.sin(a)]), recall) for a in angles)
+
+
+def test_mixture_reaches_the_best_linear_rule_at_recall_095():
+    # The README's mixture: thresholded logistic regression is far from the best line (about 0.14 vs 0.38).
+    X, y = make_gaussian_mixture(3000, random_state=0)
+    best = _best_line_precision(X, y, 0.95)
+    clf = QuantileClassifier(target=0.95, random_state=0).fit(X, y)
+    assert clf.score(X, y) >= best - 0.01
+    assert clf.score(X, y) <= best + 1e-12  # the search is the reference: nothing linear beats it
+
+
+def test_k_fold_selection_keeps_the_best_held_out_candidate():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], random_state=3)
+    clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
+    sel = clf.selection_
+    assert sel["fold_metric"].shape == (3, clf.n_restarts, len(sel["epochs"]))
+    assert np.isnan(sel["mean_metric"][1:, 0]).all()  # a random start is no candidate; the logistic start is
+    best = np.nanmax(sel["mean_metric"])
+    assert sel["mean_metric"][sel["restart"], list(sel["epochs"]).index(sel["epochs_"])] == best
+    assert best >= sel["mean_metric"][0, 0]  # never worse than the logistic start on the held-out folds
+    assert clf.best_epoch_ == sel["epochs_"] and len(clf.loss_curve_) == sel["epochs_"]
+    assert QuantileClassifier(early_stopping=False, max_epochs=2).fit(X, y).selection_ is None

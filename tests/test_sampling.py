@@ -217,3 +217,11 @@ def test_subset_batch_sampler_refuses_bad_input():
         SubsetBatchSampler(torch.ones(10), 4.0)
     with pytest.raises(ValueError, match="`labels` must be binary"):
         SubsetBatchSampler(torch.full((10,), 2), 4)
+
+
+def test_subset_batch_sampler_is_exported_from_the_package():
+    import quantile_surrogate
+    from quantile_surrogate import training
+
+    assert quantile_surrogate.SubsetBatchSampler is SubsetBatchSampler is training.SubsetBatchSampler
+    assert "SubsetBatchSampler" in quantile_surrogate.__all__ and "SubsetBatchSampler" in training.__all__

@@ -4,11 +4,18 @@ from sklearn.utils.estimator_checks import check_param_validation, parametrize_w
 
 from quantile_surrogate import QuantileClassifier
 
-# One entry per check that may fail, with its reason. None does: the checks that need more
-# than two classes honour `tags.classifier_tags.multi_class = False` and instead check that
-# fit refuses multi-class y with "Only binary classification is supported." The one skip
-# pytest reports is scikit-learn's own (array API input, only run with SCIPY_ARRAY_API=1).
-EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+# One entry per check that may fail, with its reason. The checks that need more than two
+# classes honour `tags.classifier_tags.multi_class = False` and instead check that fit refuses
+# multi-class y with "Only binary classification is supported." The one skip pytest reports is
+# scikit-learn's own (array API input, only run with SCIPY_ARRAY_API=1).
+EXPECTED_FAILED_CHECKS: dict[str, str] = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "The loss, its quantile threshold, the training and threshold_ are weighted as repeated rows "
+        "(tests/test_weights.py checks that with standardize=False and no held-out selection), but the "
+        "column standardisation and the small-data cross-fitting folds / validation split are unweighted, "
+        "so the fitted model differs from the one on repeated rows."
+    ),
+}
 
 
 def expected_failed_checks(estimator):

@@ -53,11 +53,16 @@ def test_predict_is_the_sign_of_decision_function_and_score_is_the_metric(estima
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
-def test_sample_weight_in_score_is_refused_by_name(estimator):
+def test_score_with_integer_sample_weight_is_the_score_on_repeated_rows(estimator):
     X, y = _data()
     fitted = clone(estimator).fit(X, y)
-    with pytest.raises(ValueError, match="sample_weight.*" + type(estimator).__name__):
-        fitted.score(X, y, sample_weight=np.ones(len(y)))
+    w = np.random.default_rng(0).integers(0, 4, len(y))
+    w[:2] = 1
+    rows = np.repeat(np.arange(len(y)), w)
+    assert fitted.score(X, y, sample_weight=w) == pytest.approx(fitted.score(X[rows], y[rows]))
+    assert fitted.score(X, y, sample_weight=np.ones(len(y))) == pytest.approx(fitted.score(X, y))
+    with pytest.raises(ValueError, match="`sample_weight`.*negative"):
+        fitted.score(X, y, sample_weight=-np.ones(len(y)))
 
 
 def test_groups_at_predict_for_a_model_fitted_without_them_is_refused():
@@ -65,3 +70,36 @@ def test_groups_at_predict_for_a_model_fitted_without_them_is_refused():
     fitted = LogisticRegressionBaseline(objective="precision_at_recall", target=0.8).fit(X, y)
     with pytest.raises(ValueError, match="fitted without `groups`"):
         fitted.predict(X, groups=np.zeros(len(y)))
+
+
+def _binary_feature(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    x = (rng.random(n) < 0.2).astype(float)  # one binary feature: two distinct scores at most
+    y = (rng.random(n) < np.where(x == 1, 0.5, 0.05)).astype(int)
+    return x.reshape(-1, 1), y
+
+
+def test_a_capacity_is_never_exceeded_and_random_tie_break_meets_it_in_expectation():
+    X, y = _binary_feature()
+    settings = dict(objective="precision_at_rate", target=0.05, max_epochs=20, n_restarts=1, random_state=0)
+    with pytest.warns(Warning, match="Tied scores"):
+        strict = QuantileClassifier(**settings).fit(X, y)
+    assert np.mean(strict.predict(X) == 1) <= 0.05  # was every row (rate 1.0) before the tie policy
+    with pytest.warns(Warning, match="Tied scores"):
+        fair = QuantileClassifier(tie_break="random", **settings).fit(X, y)
+    rate = np.mean(fair.predict(X) == 1)
+    assert abs(rate - 0.05) < 4 * np.sqrt(0.05 * 0.95 / len(y))  # binomial noise of the draws among ~400 tied rows
+    np.testing.assert_array_equal(fair.predict(X), fair.predict(X))  # seeded: the same random_state, the same rows
+    assert fair.tie_fraction_ == pytest.approx(100 / np.sum(X[:, 0] == X[np.argmax(fair.decision_function(X)), 0]))
+
+
+def test_random_tie_break_with_groups_meets_each_group_rate():
+    X, y = _binary_feature(4000, seed=1)
+    groups = np.where(np.arange(len(y)) % 3 == 0, "a", "b")
+    with pytest.warns(Warning, match="Tied scores"):
+        clf = QuantileClassifier(objective="precision_at_rate", target=0.1, max_epochs=20, n_restarts=1,
+                                 random_state=0, tie_break="random").fit(X, y, groups=groups)
+    predicted = clf.predict(X, groups=groups) == 1
+    for g in ("a", "b"):
+        n_g = np.sum(groups == g)
+        assert abs(predicted[groups == g].mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / n_g)

@@ -13,6 +13,7 @@ from .estimators import (
     GuaranteedThresholdClassifier,
     QuantileBoostingClassifier,
     QuantileClassifier,
+    QuantileClassifierCV,
     calibrate_threshold,
     calibration,
 )
@@ -30,7 +31,7 @@ from .modules import (
     RateConstrainedLoss,
     RecallAtFPRLoss,
 )
-from .training import TrainingDivergedError, TrainResult, train
+from .training import SubsetBatchSampler, TrainingDivergedError, TrainResult, train
 from .quantiles import (
     harrell_davis_quantile,
     interval_quantile,
@@ -46,10 +47,12 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "QuantileClassifier",
+    "QuantileClassifierCV",
     "QuantileBoostingClassifier",
     "train",
     "TrainResult",
     "TrainingDivergedError",
+    "SubsetBatchSampler",
     "GuaranteedThresholdClassifier",
     "calibrate_threshold",
     "calibration",

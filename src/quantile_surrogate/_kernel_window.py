@@ -259,3 +259,61 @@ def host_weights(ranks: np.ndarray, levels, bandwidth: float, log_kernel, dtype:
     weights = np.exp(log_w - peak)
     weights /= weights.sum(axis=1, keepdims=True)
     return torch.from_numpy(weights)
+
+
+def weighted_window_selection(values: np.ndarray, weight: np.ndarray, level: float, bandwidth: float,
+                              kernel: str, log_kernel: Callable[[torch.Tensor], torch.Tensor], dtype: torch.dtype):
+    r"""The window path with frequency weights: ``(rows, coefficients)`` of the weighted kernel estimate, or None.
+
+    Weighted definition (:mod:`quantile_surrogate._weighted`): ``q = sum_j w_j K((C*_j / W - c) / h) s_j /
+    sum_j w_j K(...)``, ``C*_j`` the weight of the rows scoring ``<= s_j`` and ``W`` the total
+    (every weight > 0 here). Ranks become cumulative weights and counts become masses, so steps 1-4
+    above hold with ``#{s < a}`` replaced by ``W_below = sum_{s < a} w`` and ``n_below`` by that
+    mass: the bracket comes from a strided sample's weighted quantiles, is checked by summing
+    weights, and the certificate ``W_below K(W_below) + W_above K(W_below + W_kept) <= (eps / 2)
+    sum_kept w K`` bounds the dropped weight (the kernel decreases away from ``c W``). None when
+    the bracket misses or the certificate fails; the caller then sorts every row.
+    """
+    n = values.size
+    total = float(weight.sum())
+    half = window_half_width(kernel, bandwidth, dtype)
+    lo_mass, hi_mass, center = total * (level - half), total * (level + half), total * level
+    stride = max(1, n // _SAMPLE_SIZE)
+    sample_order = np.argsort(values[::stride], kind="stable")
+    sample_values = values[::stride][sample_order]
+    sample_cum = np.cumsum(weight[::stride][sample_order])
+    sample_cum *= total / sample_cum[-1]
+    margin = _SAMPLE_MARGIN * total
+    lo_at = int(np.searchsorted(sample_cum, lo_mass - margin)) - 1
+    hi_at = int(np.searchsorted(sample_cum, hi_mass + margin))
+    a = sample_values[lo_at] if lo_mass > 0 and lo_at >= 0 else -np.inf
+    b = sample_values[hi_at] if hi_mass < total and hi_at < sample_values.size else np.inf
+    below = values < a
+    kept_mask = ~below & (values <= b)
+    mass_below, mass_kept = float(weight[below].sum()), float(weight[kept_mask].sum())
+    mass_above = total - mass_below - mass_kept
+    if mass_kept <= 0 or mass_below > min(max(lo_mass, 0.0), center) or (
+            mass_above > 0 and mass_below + mass_kept < max(min(hi_mass, total), center)):
+        return None
+    kept = np.flatnonzero(kept_mask)
+    order = np.argsort(values[kept], kind="stable")
+    rows, kept_values = kept[order], values[kept][order]
+    cum = mass_below + np.cumsum(weight[rows])
+    tied = cum[np.searchsorted(kept_values, kept_values, side="right") - 1]
+    u = ((tied / total).astype(_NUMPY_OF[dtype]) - np.asarray(level, dtype=_NUMPY_OF[dtype])) / bandwidth
+    log_w = log_kernel(torch.from_numpy(np.ascontiguousarray(u))).double().numpy() + np.log(weight[rows])
+    peak = float(log_w.max())
+    if not math.isfinite(peak):
+        return None
+    unnormalised = np.exp(log_w - peak)
+    kept_total = float(unnormalised.sum())
+    edges = ((np.array([mass_below, mass_below + mass_kept]) / total).astype(_NUMPY_OF[dtype])
+             - np.asarray(level, dtype=_NUMPY_OF[dtype])) / bandwidth
+    log_edges = (log_kernel(torch.from_numpy(edges)).double().numpy() - peak).tolist()
+    log_dropped = -math.inf
+    for mass, log_edge in zip((mass_below, mass_above), log_edges):
+        if mass > 0:
+            log_dropped = np.logaddexp(log_dropped, math.log(mass) + log_edge)
+    if log_dropped - math.log(kept_total) > math.log(0.5 * torch.finfo(dtype).eps):
+        return None
+    return rows, unnormalised / kept_total

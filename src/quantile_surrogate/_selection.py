@@ -18,6 +18,12 @@ Several levels share one selection (one partition, or one sort): ``pr_auc_loss``
 nine. Counts, ranks and kernel weights are computed in at least float32
 (:func:`compute_dtype`): in float16 a rank above 2048 is not an integer and one above 65504
 is inf. The estimates are returned in the scores' dtype.
+
+Row weights (``weight=`` of the losses and estimators) do not come here: their weighted
+quantile, the estimator's formula on the weighted empirical distribution with the count ``N``
+replaced by the mass ``W = sum w`` and ranks by cumulative weights (e.g. the kernel weight of
+``s_(j)`` is ``w_(j) K((C*_j / W - c) / h)``), is :mod:`quantile_surrogate._weighted`, so that
+this unweighted hot path does no extra work.
 """
 
 from __future__ import annotations

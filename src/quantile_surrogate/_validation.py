@@ -323,3 +323,40 @@ def check_groups(groups, n: int, name: str = "groups") -> torch.Tensor:
     if groups.numel() and int(groups.min()) < 0:
         raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}. Encode labels as 0..G-1.")
     return groups
+
+
+# -- row weights (losses' `weight=`, estimators' and metrics' `sample_weight=`) --------------------
+def check_sample_weight(weight, n: int, name: str = "sample_weight") -> np.ndarray:
+    """Row weights as a float64 NumPy array of shape (n,): finite, >= 0, not all zero.
+
+    Weights are frequency weights: an integer weight ``w`` counts a row ``w`` times. Accepts
+    array-likes and tensors (CPU or not); raises ``TypeError`` for non-numeric input and
+    ``ValueError`` (naming ``name``) for a wrong length, NaN/inf, negatives or a zero total.
+    """
+    if isinstance(weight, torch.Tensor):
+        weight = weight.detach().cpu().numpy()
+    try:
+        values = np.asarray(weight, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"`{name}` must be an array of numbers, one per row; got {type(weight).__name__}.") from error
+    if values.ndim != 1 or values.size != n:
+        raise ValueError(f"`{name}` has shape {values.shape}; it needs one weight per row: shape ({n},).")
+    if not np.isfinite(values).all():
+        raise ValueError(f"`{name}` has {int((~np.isfinite(values)).sum())} NaN or infinite values; "
+                         "weights must be finite numbers >= 0.")
+    if (values < 0).any():
+        raise ValueError(f"`{name}` has {int((values < 0).sum())} negative values (min {values.min()!r}); "
+                         "weights must be >= 0 (0 drops a row).")
+    if not values.sum() > 0:
+        raise ValueError(f"`{name}` sums to zero: every row would be dropped; give some row a positive weight.")
+    return values
+
+
+def check_weight_tensor(weight, n: int, name: str = "weight") -> torch.Tensor:
+    """The losses' ``weight=``: a floating point tensor of shape (n,) that :func:`check_sample_weight` accepts."""
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(NOT_TENSOR_MESSAGE.format(name=name, type_name=type(weight).__name__))
+    if not weight.is_floating_point():
+        raise TypeError(NOT_FLOAT_MESSAGE.format(name=name, dtype=weight.dtype))
+    check_sample_weight(weight, n, name)
+    return weight

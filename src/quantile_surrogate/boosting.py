@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validation import check_bandwidth, check_number, check_option, check_target
+from ._validation import check_bandwidth, check_number, check_option, check_sample_weight, check_target
 from .losses import SURROGATES
 from .objectives import get_objective, objective_loss
 from .quantiles import resolve_quantile
@@ -101,7 +101,7 @@ def _check_scores_labels(scores, labels):
 
 def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall", target=None, form="fp",
                                quantile="kernel", bandwidth=0.05, surrogate="logistic", groups=None,
-                               logloss_weight=0.0, min_hessian=1e-6) -> GradientHessian:
+                               logloss_weight=0.0, min_hessian=1e-6, sample_weight=None) -> GradientHessian:
     r"""Gradient and a positive diagonal Hessian of a quantile loss with respect to the raw scores.
 
     The loss is :func:`~quantile_surrogate.objectives.objective_loss` summed over its
@@ -157,6 +157,13 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
     min_hessian : float > 0, default=1e-6
         The floor of ``hess``.
 
+    sample_weight : array of shape (n,), optional
+        Frequency weights ``v_i >= 0``: ``L = sum_{i in P} v_i l(z_i)`` (plus ``v_i`` times the
+        log-loss term) with the weighted quantile threshold of
+        :mod:`quantile_surrogate._weighted`; ``grad`` and ``hess`` are those of this sum (row
+        curvatures times ``v_i``), so integer weights equal repeating rows. A row of weight 0
+        gets ``grad = 0`` and ``hess = min_hessian``.
+
     Returns
     -------
     :class:`GradientHessian` ``(loss, grad, hess, threshold)``, float64.
@@ -188,14 +195,25 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
         raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name))
     codes = None if groups is None else torch.as_tensor(np.asarray(groups, dtype=np.int64).reshape(-1))
     penalized = ~positive if spec.penalized[form] == "negatives" else positive
+    weight = None if sample_weight is None else torch.as_tensor(check_sample_weight(sample_weight, F.numel()))
+    weighted = {} if weight is None else {"weight": weight, "threshold_weight": None}
+    if weight is not None and not bool((weight[in_subset] > 0).any()):
+        raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name)
+                         + " (every row of it has `sample_weight` 0)")
     loss_mean, threshold = objective_loss(F, positive, objective=spec.name, target=target, form=form,
                                           quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
-                                          groups=codes)
-    # objective_loss averages over the penalised rows; the sum is that mean times their count.
-    loss = loss_mean * max(int(penalized.sum()), 1)
+                                          groups=codes, **weighted)
+    # objective_loss averages over the penalised rows; the sum is that mean times their count (or weight).
+    if weight is None:
+        loss = loss_mean * max(int(penalized.sum()), 1)
+    else:
+        mass = float(weight[penalized].sum())
+        loss = loss_mean * (mass if mass > 0 else 1.0)
     row_threshold = threshold if codes is None else threshold[codes]
     z = (F - row_threshold if spec.penalized[form] == "negatives" else row_threshold - F).detach()
     curvature = torch.where(penalized & ~torch.isnan(z), SURROGATE_CURVATURES[surrogate](z), 0.0)
+    if weight is not None:
+        curvature = curvature * weight
     if codes is None:
         coupling = curvature.sum()
     else:
@@ -211,9 +229,10 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
     if logloss_weight:
         sign = positive.to(F.dtype) * 2 - 1
         probability = torch.sigmoid(F.detach())
-        grad = grad + logloss_weight * (probability - positive.to(F.dtype))
-        hess = hess + logloss_weight * probability * (1 - probability)
-        total += logloss_weight * float(torch.nn.functional.softplus(-sign * F.detach()).sum())
+        row = torch.ones_like(F.detach()) if weight is None else weight.to(F.dtype)
+        grad = grad + logloss_weight * row * (probability - positive.to(F.dtype))
+        hess = hess + logloss_weight * row * probability * (1 - probability)
+        total += logloss_weight * float((row * torch.nn.functional.softplus(-sign * F.detach())).sum())
     hess = hess.clamp(min=min_hessian)
     return GradientHessian(total, grad.numpy(), hess.numpy(), threshold.detach().numpy())
 
@@ -248,8 +267,8 @@ class BoostingObjective:
     logloss_weight: float = 0.0
     min_hessian: float = 1e-6
 
-    def gradient_hessian(self, scores, labels) -> GradientHessian:
-        """:func:`objective_gradient_hessian` with these settings."""
+    def gradient_hessian(self, scores, labels, sample_weight=None) -> GradientHessian:
+        """:func:`objective_gradient_hessian` with these settings (and the library's row weights)."""
         scores = np.asarray(scores, dtype=np.float64).reshape(-1)
         if self.groups is not None and np.shape(self.groups) != scores.shape:
             raise ValueError(f"`groups` has {np.size(self.groups)} codes but the library passed {scores.size} "
@@ -257,7 +276,7 @@ class BoostingObjective:
         return objective_gradient_hessian(
             scores, labels, objective=self.objective, target=self.target, form=self.form, quantile=self.quantile,
             bandwidth=self.bandwidth, surrogate=self.surrogate, groups=self.groups,
-            logloss_weight=self.logloss_weight, min_hessian=self.min_hessian)
+            logloss_weight=self.logloss_weight, min_hessian=self.min_hessian, sample_weight=sample_weight)
 
     def __call__(self, first, second, sample_weight=None):
         if hasattr(second, "get_label"):  # lgb.train / xgb.train: (preds, Dataset or DMatrix)
@@ -265,10 +284,10 @@ class BoostingObjective:
             labels, sample_weight = _dataset_labels_and_weights(second)
         else:  # the scikit-learn wrappers: (y_true, y_pred[, weight])
             labels, preds = first, second
-        if sample_weight is not None and not np.all(np.asarray(sample_weight) == 1):
-            raise ValueError(UNSUPPORTED_WEIGHT_MESSAGE)
+        if sample_weight is not None and np.all(np.asarray(sample_weight) == 1):
+            sample_weight = None  # unit weights: the unweighted path, bit for bit
         preds = np.asarray(preds)
-        out = self.gradient_hessian(preds, labels)
+        out = self.gradient_hessian(preds, labels, sample_weight)
         return out.grad.reshape(preds.shape), out.hess.reshape(preds.shape)
 
 

@@ -52,6 +52,7 @@ from ._validation import (
     check_reduction,
     check_scores,
     check_scores_and_labels,
+    check_weight_tensor,
     check_target,
     check_targets,
 )
@@ -125,6 +126,8 @@ def rate_constrained_loss(
     threshold_scores: torch.Tensor | None = None,
     groups: torch.Tensor | None = None,
     threshold_groups: torch.Tensor | None = None,
+    weight: torch.Tensor | None = None,
+    threshold_weight: torch.Tensor | None = None,
     quantile: str | Callable = "kernel",
     bandwidth: float = 0.05,
     surrogate: str = "logistic",
@@ -174,6 +177,17 @@ def rate_constrained_loss(
         with no row of ``A`` gets a NaN threshold and its rows no loss.
     threshold_groups : integer Tensor of shape (M,), optional
         Group codes of ``threshold_scores``; required with both ``groups`` and ``threshold_scores``.
+    weight : floating point Tensor of shape (N,), optional
+        Row weights ``w_i >= 0`` (frequency weights: an integer weight counts a row that
+        many times, 0 drops it). They weight both the penalised sum,
+        ``sum_i w_i l(...)`` ("mean" divides by ``sum_i w_i`` over the penalised rows), and
+        the threshold, which becomes the weighted quantile of ``f(A)``: the estimator's
+        formula on the weighted empirical distribution ``F_w(s) = sum_{s_i <= s} w_i / W``
+        (counts ``N`` replaced by the mass ``W``, ranks by cumulative weights; see
+        :mod:`quantile_surrogate._weighted`). With integer weights loss, threshold and
+        gradient equal those of the batch with row ``i`` repeated ``w_i`` times.
+    threshold_weight : floating point Tensor of shape (M,), optional
+        Weights of ``threshold_scores`` (the threshold is then their weighted quantile).
     quantile : str or callable
         A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
         ``f(scores, level) -> 0-d tensor``. Default ``"kernel"`` (Gaussian), as in the paper.
@@ -223,6 +237,15 @@ def rate_constrained_loss(
             dict(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate, reduction=reduction,
                  empty_subset=empty_subset), return_threshold,
         )
+        if weight is not None:
+            check_weight_tensor(weight, scores.numel(), "weight")
+        if threshold_weight is not None:
+            if threshold_scores is None:
+                raise ValueError("`threshold_weight` weights `threshold_scores`; pass both, or use `weight=`.")
+            check_weight_tensor(threshold_weight, threshold_scores.numel(), "threshold_weight")
+        if (weight is not None or threshold_weight is not None) and callable(quantile):
+            raise ValueError("Row weights need a named quantile estimator; a callable `quantile` cannot take "
+                             "`weight=`. Pass quantile='kernel' (or another name) or drop the weights.")
     else:
         positive = labels if labels.dtype == torch.bool else labels == 1
     single = is_scalar(rate)
@@ -235,16 +258,20 @@ def rate_constrained_loss(
         subset = None
     penalized = ~positive if penalize == "negatives" else positive
     settings = (quantile, bandwidth, empty_subset)
+    weights = () if weight is None and threshold_weight is None else (weight, threshold_weight)
     if groups is None:
-        threshold, row_threshold, live = thresholds(scores, rates, subset, threshold_scores, settings)
+        threshold, row_threshold, live = thresholds(scores, rates, subset, threshold_scores, settings, *weights)
         threshold = threshold.reshape(()) if single else threshold
     else:
         threshold, row_threshold, live = group_thresholds(
-            scores, groups, rates, subset, threshold_scores, threshold_groups, settings
+            scores, groups, rates, subset, threshold_scores, threshold_groups, settings, *weights
         )
         threshold = threshold[:, 0] if single else threshold.T
     live = penalized if live is True else penalized & live
-    loss = penalty(scores, row_threshold, live, penalize, SURROGATES[surrogate], reduction)
+    if weight is None:
+        loss = penalty(scores, row_threshold, live, penalize, SURROGATES[surrogate], reduction)
+    else:
+        loss = penalty(scores, row_threshold, live, penalize, SURROGATES[surrogate], reduction, weight)
     return QuantileLossOutput(loss, threshold) if return_threshold else loss
 
 

@@ -54,9 +54,13 @@ class _QuantileLoss(nn.Module):
         return {**own, "empty_subset": self.empty_subset, "validate_args": self.validate_args}
 
     def forward(self, scores: torch.Tensor, labels: torch.Tensor, threshold_scores: torch.Tensor | None = None, *,
-                groups: torch.Tensor | None = None, threshold_groups: torch.Tensor | None = None) -> torch.Tensor:
+                groups: torch.Tensor | None = None, threshold_groups: torch.Tensor | None = None,
+                weight: torch.Tensor | None = None, threshold_weight: torch.Tensor | None = None) -> torch.Tensor:
+        """The loss; ``weight`` (per row of ``scores``) and ``threshold_weight`` (per row of
+        ``threshold_scores``) are frequency weights of the penalised sum and of the weighted
+        quantile threshold, as in :func:`~quantile_surrogate.losses.rate_constrained_loss`."""
         return self._call(scores, labels, threshold_scores=threshold_scores, groups=groups,
-                          threshold_groups=threshold_groups)
+                          threshold_groups=threshold_groups, weight=weight, threshold_weight=threshold_weight)
 
     def _call(self, scores, labels, **per_call):
         output = type(self)._function(
@@ -76,7 +80,7 @@ class _QuantileLoss(nn.Module):
 class PrecisionAtRecallLoss(_QuantileLoss):
     """Module form of :func:`~quantile_surrogate.losses.precision_at_recall_loss` (eq. (7)).
 
-    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None, threshold_groups=None)``.
+    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None, threshold_groups=None, weight=None, threshold_weight=None)``.
 
     Examples
     --------
@@ -142,7 +146,7 @@ class PRAUCLoss(_QuantileLoss):
 class RateConstrainedLoss(_QuantileLoss):
     """Module form of :func:`~quantile_surrogate.losses.rate_constrained_loss`.
 
-    Called as ``loss_fn(scores, labels, subset=None, threshold_scores=None, *, groups=None, threshold_groups=None)``,
+    Called as ``loss_fn(scores, labels, subset=None, threshold_scores=None, *, groups=None, threshold_groups=None, weight=None, threshold_weight=None)``,
     with the subset (a bool mask, or "positives", "negatives", "all") given per call.
     """
 
@@ -157,6 +161,7 @@ class RateConstrainedLoss(_QuantileLoss):
                          reduction=reduction, empty_subset=empty_subset, validate_args=validate_args)
         self.penalize = penalize
 
-    def forward(self, scores, labels, subset=None, threshold_scores=None, *, groups=None, threshold_groups=None):
+    def forward(self, scores, labels, subset=None, threshold_scores=None, *, groups=None, threshold_groups=None,
+                weight=None, threshold_weight=None):
         return self._call(scores, labels, subset=subset, threshold_scores=threshold_scores, groups=groups,
-                          threshold_groups=threshold_groups)
+                          threshold_groups=threshold_groups, weight=weight, threshold_weight=threshold_weight)

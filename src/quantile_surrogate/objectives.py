@@ -29,6 +29,7 @@ __all__ = [
     "objective_metric",
     "constraint_threshold",
     "allowed_count",
+    "boundary_ties",
     "TiedScoresWarning",
     "group_constraint_thresholds",
     "predict_scores",
@@ -129,7 +130,7 @@ def subset_mask(labels, objective) -> torch.Tensor:
 
 def objective_loss(scores, labels, *, objective, target, threshold_scores=None, form="fp",
                    quantile="kernel", bandwidth=0.05, surrogate="logistic", validate_args=False,
-                   groups=None, threshold_groups=None):
+                   groups=None, threshold_groups=None, weight=None, threshold_weight=None):
     """The objective's loss from :mod:`quantile_surrogate.losses`, as ``QuantileLossOutput(loss, threshold)``.
 
     ``threshold_scores`` are scores of rows of ``A``; if None the threshold is estimated from
@@ -145,12 +146,15 @@ def objective_loss(scores, labels, *, objective, target, threshold_scores=None, 
         common["groups"] = groups
         if threshold_scores is not None:
             common["threshold_groups"] = threshold_groups
+    if weight is not None or threshold_weight is not None:  # frequency weights (losses.rate_constrained_loss)
+        common.update(weight=weight, threshold_weight=threshold_weight)
     if len(spec.forms()) > 1:
         common["form"] = form
     return spec.loss(scores, labels, **{spec.target_keyword: target}, **common)
 
 
-def objective_metric(y_true, y_score, *, objective: str, target: float, groups=None, names=None) -> float:
+def objective_metric(y_true, y_score, *, objective: str, target: float, groups=None, names=None,
+                     sample_weight=None) -> float:
     """The exact metric of ``objective`` at ``target`` (:mod:`quantile_surrogate.metrics`).
 
     With ``groups`` (integer codes, one per row) the constraint is met in every group: each
@@ -161,9 +165,14 @@ def objective_metric(y_true, y_score, *, objective: str, target: float, groups=N
     nothing is predicted positive, or no row is positive). Unlike the ungrouped metrics this
     is the value at the constraint thresholds, not the best over all thresholds that meet it:
     with several groups the best joint choice is a combinatorial problem. ``names`` (the
-    group labels, indexed by code) are only for error messages.
+    group labels, indexed by code) are only for error messages. ``sample_weight``: frequency
+    weights (counts become sums of weights, in the metric and in the group thresholds).
     """
     spec = get_objective(objective)
+    if sample_weight is not None:
+        from ._weighted_threshold import weighted_objective_metric  # noqa: PLC0415 (it imports this module)
+
+        return weighted_objective_metric(spec, y_true, y_score, target, groups, names, sample_weight)
     if groups is None:
         return spec.metric(y_true, y_score, target)
     y_true = np.asarray(y_true) == 1
@@ -215,7 +224,7 @@ def allowed_count(objective, size: int, target: float) -> int:
     return min(max(math.ceil(exact), 1), size)
 
 
-def constraint_threshold(scores, labels, *, objective: str, target: float) -> float:
+def constraint_threshold(scores, labels, *, objective: str, target: float, sample_weight=None) -> float:
     """A threshold ``theta`` at which ``score > theta`` meets the constraint on these rows, ties included.
 
     With ``k`` = :func:`allowed_count`, the tie policy is: a floor is never missed, a ceiling
@@ -232,7 +241,16 @@ def constraint_threshold(scores, labels, *, objective: str, target: float) -> fl
     Where ties make exactly ``k`` impossible, a :class:`TiedScoresWarning` says so with the rate
     achieved. "Just below/above" is the midpoint to the nearest other training score, so that
     recomputing the scores with rounding noise cannot move a row across the threshold.
+
+    ``sample_weight`` (frequency weights, >= 0): counts become sums of weights, ``k`` is
+    :func:`allowed_count` of the mass ``W_A`` of ``A`` (``ceil(c W_A)``, ...), ``u`` the score at
+    which the weight of ``A`` from the top first reaches ``k`` (``v``: first exceeds it), and
+    rows of weight 0 are absent; with integer weights it is the threshold of the rows repeated.
     """
+    if sample_weight is not None:
+        from ._weighted_threshold import weighted_constraint_threshold  # noqa: PLC0415 (it imports this module)
+
+        return weighted_constraint_threshold(scores, labels, objective, target, sample_weight)
     scores = np.asarray(scores, dtype=np.float64)
     spec = get_objective(objective)
     subset_scores = np.sort(scores[spec.subset_mask(np.asarray(labels) == 1)])[::-1]
@@ -259,15 +277,41 @@ def constraint_threshold(scores, labels, *, objective: str, target: float) -> fl
     return theta
 
 
+def boundary_ties(scores, labels, *, objective: str, target: float) -> tuple[float, float]:
+    """``(tie_score, fraction)``: the tied scores at the constraint's boundary, and the share of them it asks for.
+
+    The boundary is the ``k``-th largest score of ``A`` for a floor and the ``(k + 1)``-th for a
+    ceiling (``k`` = :func:`allowed_count`). With ``a`` rows of ``A`` strictly above it and ``t``
+    tied at it, ``fraction = (k - a) / t``: predicting each tied row positive with that
+    probability meets the count ``k`` in expectation, where :func:`constraint_threshold` (which
+    takes all tied rows for a floor and none for a ceiling) cannot. ``(nan, 0.0)`` when no row
+    of ``A`` is at the boundary (a ceiling that allows every row).
+
+    >>> boundary_ties(np.array([3.0, 2.0, 2.0, 2.0, 1.0]), np.ones(5), objective="precision_at_rate", target=0.4)
+    (2.0, 0.3333333333333333)
+    """
+    spec = get_objective(objective)
+    subset_scores = np.sort(np.asarray(scores, dtype=np.float64)[spec.subset_mask(np.asarray(labels) == 1)])[::-1]
+    k = allowed_count(spec, subset_scores.size, target)
+    index = k - 1 if spec.bound == "at_least" else k
+    if index >= subset_scores.size:
+        return math.nan, 0.0
+    boundary = subset_scores[index]
+    above = int(np.count_nonzero(subset_scores > boundary))
+    tied = int(np.count_nonzero(subset_scores == boundary))
+    return float(boundary), min(max((k - above) / tied, 0.0), 1.0)
+
+
 def group_constraint_thresholds(scores, labels, groups, *, objective: str, target: float,
-                                n_groups: int | None = None, names=None) -> np.ndarray:
+                                n_groups: int | None = None, names=None, sample_weight=None) -> np.ndarray:
     """:func:`constraint_threshold` on each group's rows: ``theta_g``, shape (n_groups,).
 
     ``groups`` are integer codes 0..G-1, one per row. Each group's threshold meets the
     constraint exactly on that group's rows (recall >= target among its positives, the same
     predicted positive rate ``ceil(target n_g) / n_g``, or FPR <= target among its
     negatives). A code with no row at all gets NaN; a group with rows but none of ``A``
-    raises ``ValueError`` naming it (``names[g]`` if given, else its code).
+    raises ``ValueError`` naming it (``names[g]`` if given, else its code). ``sample_weight``:
+    frequency weights, each group's threshold weighted as in :func:`constraint_threshold`.
     """
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels)
@@ -279,7 +323,9 @@ def group_constraint_thresholds(scores, labels, groups, *, objective: str, targe
         if not rows.any():
             continue
         try:
-            thresholds[g] = constraint_threshold(scores[rows], labels[rows], objective=objective, target=target)
+            extra = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[rows]}
+            thresholds[g] = constraint_threshold(scores[rows], labels[rows], objective=objective, target=target,
+                                                 **extra)
         except ValueError as error:
             name = g if names is None else names[g]
             raise ValueError(f"Group {name!r}: {error} Each group needs a row of A "
@@ -301,7 +347,7 @@ def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 6
 
 
 @torch.no_grad()
-def training_loss(model, X, y, *, objective, target, groups=None, **settings) -> float:
+def training_loss(model, X, y, *, objective, target, groups=None, sample_weight=None, **settings) -> float:
     """Full-batch loss of ``model`` on ``(X, y)`` with the threshold from all of ``A`` (restart selection).
 
     The scores are computed in chunks (:func:`predict_scores`), so no activation of the
@@ -312,5 +358,7 @@ def training_loss(model, X, y, *, objective, target, groups=None, **settings) ->
     labels = y.bool()
     in_subset = subset_mask(labels, objective)
     extra = {} if groups is None else dict(groups=groups, threshold_groups=groups[in_subset])
+    if sample_weight is not None:  # a float tensor of frequency weights, one per row
+        extra.update(weight=sample_weight, threshold_weight=sample_weight[in_subset])
     return float(objective_loss(scores, labels, objective=objective, target=target,
                                 threshold_scores=scores[in_subset], **extra, **settings).loss)

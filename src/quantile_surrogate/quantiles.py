@@ -47,7 +47,8 @@ from ._selection import (
     tied_ranks,
     torch_selection_estimates,
 )
-from ._validation import check_bandwidth, check_level, check_option, check_scores
+from ._validation import check_bandwidth, check_level, check_option, check_scores, check_weight_tensor
+from ._weighted import weighted_estimates
 
 __all__ = [
     "point_quantile",
@@ -65,7 +66,8 @@ __all__ = [
 ]
 
 
-def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
+def point_quantile(scores: torch.Tensor, level: float, *, weight: torch.Tensor | None = None,
+        validate_args: bool = True) -> torch.Tensor:
     r"""Point estimate ``q1(S, c) = s_(k)``, the k-th smallest score.
 
     ``k`` is the largest integer with ``k / N <= c`` (section 4 of the paper), clamped to
@@ -83,6 +85,12 @@ def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = 
     -------
     Tensor of shape (), same dtype as ``scores``.
 
+    Weights. With ``weight=`` (shape (N,), >= 0) the estimate is the same formula on the weighted
+    empirical distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative
+    weights (:mod:`quantile_surrogate._weighted`): ``s_(j)`` for the first ``j`` whose cumulative
+    weight reaches ``t = min(max(floor(c W), 1), W)``. With integer weights it equals the unweighted
+    estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
+
     Examples
     --------
     >>> point_quantile(torch.tensor([3.0, 1.0, 2.0, 4.0]), 0.5)  # k = 2
@@ -91,10 +99,15 @@ def point_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = 
     if validate_args:
         check_scores(scores)
         level = check_level(level)
+    if weight is not None:
+        if validate_args:
+            check_weight_tensor(weight, scores.numel())
+        return weighted_estimates("point", scores, weight, (level,), 0.0).reshape(())
     return selection_estimates("point", scores, (level,), 0.0).reshape(())
 
 
-def lower_mean_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
+def lower_mean_quantile(scores: torch.Tensor, level: float, *, weight: torch.Tensor | None = None,
+        validate_args: bool = True) -> torch.Tensor:
     r"""Lower-bound estimate ``qm(S, c) = mean(s_(1), ..., s_(k))`` (eq. (14), ``\label{eq:convex-estimator}``).
 
     The mean of the ``k`` smallest scores, ``k`` as in :func:`point_quantile`. Since a mean
@@ -102,6 +115,12 @@ def lower_mean_quantile(scores: torch.Tensor, level: float, *, validate_args: bo
     the weights, which makes the precision losses convex upper bounds of the ``q1`` losses
     (eq. (15)). With ties we average the ``k`` smallest order statistics, which is the
     paper's "mean of the scores up to the point estimate" counted by rank.
+
+    Weights. With ``weight=`` (shape (N,), >= 0) the estimate is the same formula on the weighted
+    empirical distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative
+    weights (:mod:`quantile_surrogate._weighted`): the weighted mean of the lowest mass ``t =
+    min(max(floor(c W), 1), W)`` of the scores. With integer weights it equals the unweighted
+    estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
 
     Examples
     --------
@@ -111,12 +130,17 @@ def lower_mean_quantile(scores: torch.Tensor, level: float, *, validate_args: bo
     if validate_args:
         check_scores(scores)
         level = check_level(level)
+    if weight is not None:
+        if validate_args:
+            check_weight_tensor(weight, scores.numel())
+        return weighted_estimates("lower_mean", scores, weight, (level,), 0.0).reshape(())
     k = floor_rank(scores.numel(), level)
     lowest = torch.topk(scores.to(compute_dtype(scores.dtype)), k, largest=False, sorted=False).values
     return lowest.mean().to(scores.dtype)
 
 
-def interval_quantile(scores: torch.Tensor, low: float, high: float, *, validate_args: bool = True) -> torch.Tensor:
+def interval_quantile(scores: torch.Tensor, low: float, high: float, *, weight: torch.Tensor | None = None,
+        validate_args: bool = True) -> torch.Tensor:
     r"""Interval estimate ``qI``: the mean of the order statistics between fractions ``low`` and ``high``.
 
     ``qI(S) = mean{ s_(i) : floor(N low) < i <= floor(N high) }`` (eq. (16),
@@ -125,6 +149,12 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, validate
     starts at ``floor(N low) + 1`` as in the proof of Lemma 2, so that it has exactly
     ``floor(N high) - floor(N low)`` terms. When that count is 0 (a narrow interval on a
     small sample) the single order statistic ``i = floor(N low) + 1`` is used.
+
+    Weights. With ``weight=`` (shape (N,), >= 0) the estimate is the same formula on the weighted
+    empirical distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative
+    weights (:mod:`quantile_surrogate._weighted`): the weighted mean of the order statistics over
+    the mass ``(floor(W low), floor(W high)]``. With integer weights it equals the unweighted
+    estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
 
     Examples
     --------
@@ -137,6 +167,10 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, validate
         high = check_level(high, "high")
         if not low < high:
             raise ValueError(f"`low` must be smaller than `high`; got low={low}, high={high}.")
+    if weight is not None:
+        if validate_args:
+            check_weight_tensor(weight, scores.numel())
+        return weighted_estimates("interval", scores, weight, (low,), 0.0, interval=(low, high)).reshape(())
     n = scores.numel()
     start = min(math.floor(round(low * n, 6)), n - 1)
     stop = max(math.floor(round(high * n, 6)), start + 1)
@@ -166,6 +200,7 @@ def kernel_quantile(
     bandwidth: float = 0.05,
     kernel: str = "gaussian",
     *,
+    weight: torch.Tensor | None = None,
     validate_args: bool = True,
 ) -> torch.Tensor:
     r"""Kernel quantile estimate (Sheather & Marron 1990; eq. (13), ``\label{eq:kernel-estimator}``).
@@ -213,6 +248,13 @@ def kernel_quantile(
     break, no host sync); the two paths agree to rounding. Ranks and weights are float32
     for float16 and bfloat16 scores (float64 for float64); the estimate has the scores' dtype.
 
+    Weights. With ``weight=`` (shape (N,), >= 0) the estimate is the same formula on the weighted
+    empirical distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative
+    weights (:mod:`quantile_surrogate._weighted`): ``sum_j w_(j) K((C*_j/W - c)/h) s_(j) / sum_j
+    w_(j) K(...)``, ``C*_j`` the cumulative weight through the ties of ``s_(j)``; it sorts every row
+    (no window path). With integer weights it equals the unweighted estimate with row ``j`` repeated
+    ``w_j`` times; weight 0 drops a row.
+
     Examples
     --------
     With a tiny bandwidth the estimate is the order statistic nearest the level:
@@ -225,6 +267,10 @@ def kernel_quantile(
         level = check_level(level)
         bandwidth = check_bandwidth(bandwidth)
         check_option(kernel, KERNELS, "kernel")
+    if weight is not None:
+        if validate_args:
+            check_weight_tensor(weight, scores.numel())
+        return weighted_estimates(kernel, scores, weight, (level,), bandwidth).reshape(())
     return selection_estimates(kernel, scores, (level,), bandwidth).reshape(())
 
 
@@ -246,7 +292,8 @@ def harrell_davis_weights(n: int, level: float, dtype=torch.float64, device=None
     return torch.as_tensor(weights, dtype=dtype, device=device)
 
 
-def harrell_davis_quantile(scores: torch.Tensor, level: float, *, validate_args: bool = True) -> torch.Tensor:
+def harrell_davis_quantile(scores: torch.Tensor, level: float, *, weight: torch.Tensor | None = None,
+        validate_args: bool = True) -> torch.Tensor:
     r"""Harrell-Davis estimate (Harrell & Davis 1982, cited in section 4): no bandwidth to tune.
 
     .. math::
@@ -257,6 +304,12 @@ def harrell_davis_quantile(scores: torch.Tensor, level: float, *, validate_args:
     probability that a Beta(a, b) variable falls in ``((i-1)/N, i/N]``. At ``c = 0`` and
     ``c = 1`` (where Beta(a, b) is degenerate) it returns the minimum and the maximum.
 
+    Weights. With ``weight=`` (shape (N,), >= 0) the estimate is the same formula on the weighted
+    empirical distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative
+    weights (:mod:`quantile_surrogate._weighted`): ``W_j = I_{C_j/W}(a, b) - I_{C_{j-1}/W}(a, b)``
+    with ``a = (W+1)c``, ``b = (W+1)(1-c)``. With integer weights it equals the unweighted estimate
+    with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
+
     Examples
     --------
     >>> harrell_davis_quantile(torch.tensor([1.0, 2.0, 3.0]), 0.5)  # symmetric weights
@@ -265,16 +318,20 @@ def harrell_davis_quantile(scores: torch.Tensor, level: float, *, validate_args:
     if validate_args:
         check_scores(scores)
         level = check_level(level)
+    if weight is not None:
+        if validate_args:
+            check_weight_tensor(weight, scores.numel())
+        return weighted_estimates("harrell_davis", scores, weight, (level,), 0.0).reshape(())
     dtype = compute_dtype(scores.dtype)
     sorted_scores = torch.sort(scores.to(dtype)).values
     weights = harrell_davis_weights(scores.numel(), level, dtype, scores.device)
     return (weights * sorted_scores).sum().to(scores.dtype)
 
 
-def _interval_around(scores, level, bandwidth, *, validate_args=True):
+def _interval_around(scores, level, bandwidth, *, weight=None, validate_args=True):
     # As a loss's estimator the interval is centred on the level, with half-width h.
     return interval_quantile(
-        scores, max(level - bandwidth, 0.0), min(level + bandwidth, 1.0), validate_args=validate_args
+        scores, max(level - bandwidth, 0.0), min(level + bandwidth, 1.0), weight=weight, validate_args=validate_args
     )
 
 
@@ -313,7 +370,7 @@ def resolve_quantile(quantile, bandwidth: float = 0.05) -> Callable[[torch.Tenso
 
 
 def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], *, bandwidth: float = 0.05,
-                       subset: torch.Tensor | None = None) -> torch.Tensor:
+                       subset: torch.Tensor | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
     """``q(scores[subset], c)`` for each ``c`` in ``levels``: shape (len(levels),), NaN if the subset is empty.
 
     The losses' thresholds; nothing is validated here. ``quantile`` is a name in
@@ -321,8 +378,15 @@ def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], 
     bool row mask or None (every row). The point and kernel estimators share one selection
     (one partition or one sort) across the levels and, on the CPU, never index the subset
     in torch (:mod:`quantile_surrogate._selection`); the others run on ``scores[subset]``
-    once per level.
+    once per level. ``weight`` (shape (N,), or None) gives the weighted estimates of
+    :mod:`quantile_surrogate._weighted` (one sort shared by the levels; NaN where ``A`` has
+    no weight); a callable ``quantile`` cannot take weights.
     """
+    if weight is not None:
+        if not isinstance(quantile, str):
+            raise ValueError("Row weights need a named quantile estimator; a callable `quantile` cannot take "
+                             "`weight=`. Pass quantile='kernel' (or another name) or drop the weights.")
+        return weighted_estimates(quantile, scores, weight, levels, bandwidth, subset)
     if isinstance(quantile, str) and quantile in SELECTION_ESTIMATORS:
         return selection_estimates(quantile, scores, levels, bandwidth, subset)
     reference = scores if subset is None else scores[subset]

@@ -72,10 +72,10 @@ class RateBaseline(ThresholdedClassifier):
         self.groups_ = self.group_thresholds_ = None
         return X, y01 == 1
 
-    def _finish_fit(self, X, positive, coef, intercept):
+    def _finish_fit(self, X, positive, coef, intercept, sample_weight=None):
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, -1)
         self.intercept_ = np.array([float(intercept)])
-        self._set_threshold(self._raw_scores(X), positive.astype(np.int64))
+        self._set_threshold(self._raw_scores(X), positive.astype(np.int64), sample_weight=sample_weight)
         return self
 
     def _raw_scores(self, X):

@@ -8,6 +8,7 @@ from sklearn.base import _fit_context
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval
 
+from .._validation import check_sample_weight
 from ._base import RateBaseline
 
 __all__ = ["LogisticRegressionBaseline"]
@@ -86,11 +87,16 @@ class LogisticRegressionBaseline(RateBaseline):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit logistic regression, then move the threshold on ``(X, y)`` to meet the constraint."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit logistic regression, then move the threshold on ``(X, y)`` to meet the constraint.
+
+        ``sample_weight`` (frequency weights, >= 0) weights the likelihood (scikit-learn's
+        ``LogisticRegression``) and the threshold (the weighted empirical quantile).
+        """
         self._check_objective()
         X, positive = self._validate_fit_data(X, y)
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, X.shape[0])
         model = LogisticRegression(C=self.C, solver="lbfgs", max_iter=self.max_iter, tol=self.tol)
-        model.fit(X, positive.astype(int))
+        model.fit(X, positive.astype(int), sample_weight=weight)
         self.n_iter_ = int(model.n_iter_[0])
-        return self._finish_fit(X, positive, model.coef_[0], model.intercept_[0])
+        return self._finish_fit(X, positive, model.coef_[0], model.intercept_[0], sample_weight=weight)

@@ -28,6 +28,7 @@ from .._files import WriteError, atomic_write, atomic_writes, check_output, chec
 from ..bootstrap import bootstrap_metrics
 from ..objectives import OBJECTIVES, get_objective
 from ._args import int_at_least, layer_sizes, open_unit_interval
+from .._validation import check_sample_weight
 from ._file_io import (InputError, categorical_column, column_warnings, features, iter_table, labels, read_table,
                        schema_of, show)
 from ._report import group_lines, plot_writer, report_text
@@ -108,9 +109,35 @@ def _fit_groups(frame, args):
     return categorical_column(frame, column)
 
 
-def _fit_model(model, X, y, groups) -> None:
-    """``model.fit``; groups go to the calibration wrapper, or to the pipeline's classifier (trained per group)."""
-    if groups is None:
+def _fit_weight(frame, args):
+    """The ``--weight`` column as float64 frequency weights, or None; it is not a feature."""
+    column = args.weight
+    if column is None:
+        return None
+    named = {args.label: "--label", args.groups: "--groups", **{c: "--drop" for c in args.drop},
+             **{c: "--categorical" for c in args.categorical}}
+    if column in named:
+        raise InputError(f"{args.data}: column '{column}' is named by --weight and by {named[column]}; a weight "
+                         f"column is neither a label, a group nor a feature, so name it once, with --weight.")
+    if column not in frame.columns:
+        raise InputError(f"{args.data}: column '{column}' (the --weight) is missing; the columns are "
+                         f"{', '.join(frame.columns)}.")
+    if args.delta is not None:
+        raise InputError("--weight cannot be combined with --delta: the guarantee is about unweighted i.i.d. rows.")
+    try:
+        return check_sample_weight(pd.to_numeric(frame[column], errors="raise").to_numpy(np.float64), len(frame),
+                                   name=f"column '{column}' (--weight)")
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{args.data}: {str(error).splitlines()[0]}") from None
+
+
+def _fit_model(model, X, y, groups, weight=None) -> None:
+    """``model.fit``; groups go to the calibration wrapper, or to the pipeline's classifier (trained per group);
+    weights (``--weight``) to the pipeline's classifier."""
+    if weight is not None:
+        extra = {} if groups is None else {"classifier__groups": groups}
+        model.fit(X, y, classifier__sample_weight=weight, **extra)
+    elif groups is None:
         model.fit(X, y)
     elif hasattr(model, "named_steps"):
         model.fit(X, y, classifier__groups=groups)
@@ -124,8 +151,9 @@ def run_fit(args) -> int:
     frame = read_table(args.data, skip=args.drop)
     y, classes = labels(frame, args.label, args.data, args.positive)
     groups = _fit_groups(frame, args)
-    schema = schema_of(frame, args.label, args.drop + ([args.groups] if groups is not None else []), args.categorical,
-                       args.data)
+    weight = _fit_weight(frame, args)
+    schema = schema_of(frame, args.label, args.drop + ([args.groups] if groups is not None else [])
+                       + ([args.weight] if weight is not None else []), args.categorical, args.data)
     X = features(frame, schema, args.data)
     del frame
     say(f"{args.data}: {len(X)} rows, {int(y.sum())} positive (class {show(classes[1])}; choose with --positive), "
@@ -142,7 +170,7 @@ def run_fit(args) -> int:
     model = _build_model(schema, args)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # what a library prints while fitting is not output
-            _fit_model(model, X, y, groups)
+            _fit_model(model, X, y, groups, weight)
     except ImportError as error:  # --model lightgbm without LightGBM installed
         raise InputError(str(error).splitlines()[0]) from None
     except (ValueError, FloatingPointError) as error:  # too few held-out positives for --delta, divergence, checkpoint
@@ -323,6 +351,9 @@ def _register_fit(subparsers) -> None:
                      help="a column of group labels (not a feature): one threshold per group, so the constraint holds "
                           "in every group (with --delta: the guarantee, in every group); predict and evaluate read "
                           "the same column (docs/fairness.md)")
+    fit.add_argument("--weight", default=None, metavar="COLUMN",
+                     help="a column of row weights >= 0 (not a feature): an integer weight counts a row that many "
+                          "times, e.g. the inverse sampling rate of downsampled negatives")
     fit.add_argument("--delta", type=open_unit_interval("0.05 for a 95 %% guarantee"), default=None,
                      help="hold out --calibration-size of the rows and set the threshold so that the constraint holds "
                           "on new data with probability >= 1 - delta (docs/calibration.md)")

@@ -52,11 +52,13 @@ class LightGBMBackend:
         self.lgb = _import("lightgbm")
         self.params = dict(params)
 
-    def data(self, X, y, reference=None):
+    def data(self, X, y, reference=None, weight=None):
         # No pre-filter: on data too small to split any feature, LightGBM's pre-filter leaves no feature
         # and then fails on a custom objective ("num_features() > 0"); unfiltered, it grows no tree instead.
         # Raw data kept: continuing from a booster predicts it on these rows once (the init score).
-        return self.lgb.Dataset(X, label=y, reference=reference, free_raw_data=False,
+        # `weight`: frequency weights; the log-loss start weights them itself, the quantile objective
+        # reads them off the Dataset (boosting.BoostingObjective).
+        return self.lgb.Dataset(X, label=y, reference=reference, weight=weight, free_raw_data=False,
                                 params={"verbose": -1, "feature_pre_filter": False})
 
     def fit_logloss(self, data, rounds):
@@ -104,8 +106,8 @@ class XGBoostBackend:
         self.xgb = _import("xgboost")
         self.params = dict(params)
 
-    def data(self, X, y=None, reference=None):
-        return self.xgb.DMatrix(X, label=y, missing=np.nan)
+    def data(self, X, y=None, reference=None, weight=None):
+        return self.xgb.DMatrix(X, label=y, missing=np.nan, weight=weight)
 
     def fit_logloss(self, data, rounds):
         return self.xgb.train({**self.params, "objective": "binary:logistic"}, data, num_boost_round=rounds,

@@ -23,7 +23,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..objectives import constraint_threshold, get_objective, group_constraint_thresholds, objective_metric
+from ..objectives import (
+    boundary_ties,
+    constraint_threshold,
+    get_objective,
+    group_constraint_thresholds,
+    objective_metric,
+)
 from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 
 __all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "MULTICLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE"]
@@ -37,7 +43,8 @@ MULTICLASS_MESSAGE = (
     "(one class against the rest) before fitting {name}."
 )
 UNSEEN_LABELS_MESSAGE = "`y` has labels {shown} not seen in fit; the classes are {classes}."
-SAMPLE_WEIGHT_SCORE_MESSAGE = "`sample_weight` is not supported by {name}.score; pass None."
+TIE_BREAK_STREAM = 0x7135
+"""Mixed into ``random_state`` for the tie-break draws (a SeedSequence entropy word)."""
 
 
 class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
@@ -100,16 +107,38 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         self.groups_ = labels
         return codes
 
-    def _set_threshold(self, scores, y01, codes=None):
-        """``threshold_`` at the exact empirical quantile of the training scores (per group with ``codes``)."""
+    def _set_threshold(self, scores, y01, codes=None, sample_weight=None):
+        """``threshold_`` at the exact empirical quantile of the training scores (per group with ``codes``).
+
+        With ``sample_weight`` (frequency weights) the quantile is weighted (counts are sums of weights).
+        """
         objective, target = self._objective_spec(), self._target()
+        weighted = {} if sample_weight is None else {"sample_weight": sample_weight}
         if codes is None:
-            self.threshold_ = constraint_threshold(scores, y01, objective=objective.name, target=target)
+            self.threshold_ = constraint_threshold(scores, y01, objective=objective.name, target=target, **weighted)
         else:
             self.group_thresholds_ = group_constraint_thresholds(
-                scores, y01, codes, objective=objective.name, target=target, n_groups=len(self.groups_))
+                scores, y01, codes, objective=objective.name, target=target, n_groups=len(self.groups_), **weighted)
             self.threshold_ = self.group_thresholds_
+        self._record_boundary_ties(scores, y01, codes)
         return self.threshold_
+
+    def _record_boundary_ties(self, scores, y01, codes):
+        """With ``tie_break="random"``: ``tie_score_`` and ``tie_fraction_`` (one per group with groups), else None.
+
+        See :func:`~quantile_surrogate.objectives.boundary_ties`: :meth:`predict` then takes each
+        row scoring exactly ``tie_score_`` as positive with probability ``tie_fraction_``.
+        """
+        self.tie_score_ = self.tie_fraction_ = None
+        if getattr(self, "tie_break", "none") != "random":
+            return
+        name, target = self._objective_spec().name, self._target()
+        if codes is None:
+            self.tie_score_, self.tie_fraction_ = boundary_ties(scores, y01, objective=name, target=target)
+            return
+        pairs = [boundary_ties(scores[codes == g], y01[codes == g], objective=name, target=target)
+                 for g in range(len(self.groups_))]
+        self.tie_score_, self.tie_fraction_ = (np.array(values, dtype=np.float64) for values in zip(*pairs))
 
     # -- the estimator API -----------------------------------------------------------------
     def _thresholds_for(self, groups, n: int):
@@ -130,8 +159,29 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X, groups=None):
         """``classes_[1]`` where :meth:`decision_function` is > 0, else ``classes_[0]``."""
-        above = self.decision_function(X, groups=groups) > 0
+        decision = self.decision_function(X, groups=groups)
+        above = decision > 0
+        if getattr(self, "tie_score_", None) is not None:
+            above = self._break_ties(decision, groups, above)
         return self.classes_[above.astype(np.intp)]
+
+    def _break_ties(self, decision, groups, above):
+        """A seeded random choice among rows tied at the boundary score (``tie_break="random"``).
+
+        Each such row is positive with probability ``tie_fraction_``, from
+        ``numpy.random.default_rng([random_state, TIE_BREAK_STREAM])``: the same ``random_state`` gives
+        the same choice.
+        """
+        codes, threshold = self._thresholds_for(groups, decision.shape[0])
+        raw = decision + threshold
+        tie_score = self.tie_score_ if codes is None else self.tie_score_[codes]
+        fraction = self.tie_fraction_ if codes is None else self.tie_fraction_[codes]
+        tied = np.isclose(raw, tie_score, rtol=1e-9, atol=1e-12)  # NaN (no boundary) is never close
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
+        # A stream of its own: default_rng(random_state) is often the very generator that made the data.
+        stream = np.random.default_rng(None if seed is None else [int(seed), TIE_BREAK_STREAM])
+        drawn = stream.random(raw.shape[0]) < fraction
+        return np.where(tied, drawn, above)
 
     def score(self, X, y, sample_weight=None, groups=None):
         """The objective's exact metric at ``target`` on ``(X, y)`` (what ``GridSearchCV`` maximises).
@@ -141,10 +191,9 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         :meth:`decision_function`. With ``groups`` (a model fitted with groups): the metric
         with the constraint met in every group, each at its own exact threshold on these rows
         (:func:`~quantile_surrogate.objectives.objective_metric`). Labels not seen in ``fit``
-        are an error.
+        are an error. ``sample_weight`` (frequency weights, one per row) gives the weighted
+        metric: every count a sum of weights (an integer weight equals repeating the row).
         """
-        if sample_weight is not None:
-            raise ValueError(SAMPLE_WEIGHT_SCORE_MESSAGE.format(name=type(self).__name__))
         check_is_fitted(self, "threshold_")
         y = np.asarray(y)
         known = np.isin(y, self.classes_)
@@ -155,7 +204,8 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         codes, _ = self._thresholds_for(groups, decision.shape[0])
         return objective_metric((y == self.classes_[1]).astype(np.int64), decision, objective=self._objective_spec().name,
                                 target=self._target(), groups=codes,
-                                names=None if codes is None else self.groups_.tolist())
+                                names=None if codes is None else self.groups_.tolist(),
+                                sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -22,6 +22,7 @@ from ..objectives import OBJECTIVES, objective_loss, objective_metric
 from ..quantiles import QUANTILE_ESTIMATORS
 from ._boosting_backends import BACKENDS, make_backend
 from ._threshold import ThresholdedClassifier
+from .._validation import check_sample_weight
 
 __all__ = ["QuantileBoostingClassifier"]
 
@@ -252,13 +253,13 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
                     return []
         return pairs
 
-    def _fit_path(self, engine, X, y01, codes, target, rounds, held_out=None):
+    def _fit_path(self, engine, X, y01, codes, target, rounds, held_out=None, weight=None):
         """``(start, booster, bandwidth)``: the log-loss start, then up to ``rounds`` quantile rounds.
 
         ``held_out = (rows, curve)`` trains on the other rows and records each round on these.
         """
         fit_rows = np.arange(len(y01)) if held_out is None else np.setdiff1d(np.arange(len(y01)), held_out[0])
-        data = engine.data(X[fit_rows], y01[fit_rows])
+        data = engine.data(X[fit_rows], y01[fit_rows], **({} if weight is None else {"weight": weight[fit_rows]}))
         start = engine.fit_logloss(data, self.n_estimators)
         fit_codes = None if codes is None else codes[fit_rows]
         objective = self._objective_fn(target, y01[fit_rows], fit_codes)
@@ -268,11 +269,12 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         curve.bandwidth = objective.bandwidth
         if curve(engine.margins(start, X[rows])) or rounds == 0:
             return start, start, objective.bandwidth
-        validation = engine.data(X[rows], y01[rows], reference=data)
+        validation = engine.data(X[rows], y01[rows], reference=data,
+                                 **({} if weight is None else {"weight": weight[rows]}))
         booster = engine.continue_training(start, data, objective, rounds, validation=validation, after_round=curve)
         return start, booster, objective.bandwidth
 
-    def _select_rounds(self, engine, X, y01, codes, target, rounds, seed):
+    def _select_rounds(self, engine, X, y01, codes, target, rounds, seed, weight=None):
         """``(k, curve, kept, n_splits)``: the quantile rounds with the best mean held-out metric, the mean
         curve, the first split's ``(start, booster, bandwidth)`` and the number of splits."""
         pairs = self._splits(y01, codes, seed) if self.early_stopping and rounds > 0 else []
@@ -281,8 +283,8 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         curves, kept = [], None
         for split, (_, rows) in enumerate(pairs):
             curve = _HeldOutCurve(self, y01[rows], None if codes is None else codes[rows], target,
-                                  lazy_loss=len(pairs) == 1)
-            path = self._fit_path(engine, X, y01, codes, target, rounds, held_out=(rows, curve))
+                                  lazy_loss=len(pairs) == 1, weight=None if weight is None else weight[rows])
+            path = self._fit_path(engine, X, y01, codes, target, rounds, held_out=(rows, curve), weight=weight)
             curves.append(curve.values())
             if split == 0:
                 kept = path
@@ -298,15 +300,19 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
 
     # -- the estimator API --------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Fit on ``X`` (n, d) and two-class ``y`` (n,); ``groups`` (n,) asks for the constraint in every group.
 
         With ``groups`` each group gets its own threshold, in the loss (one quantile per
         group, :func:`~quantile_surrogate.boosting.objective_gradient_hessian`), in the
         held-out metric and in ``group_thresholds_``; every group needs a row of ``A``.
-        Returns self.
+        ``sample_weight`` (frequency weights, >= 0) weights the log-loss start (the library's
+        own weights), the quantile objective's sum and threshold
+        (:func:`~quantile_surrogate.boosting.objective_gradient_hessian`), the held-out metric
+        and ``threshold_``; an integer weight equals repeating the row. Returns self.
         """
         X, y01 = self._validate_training_data(X, y, ensure_all_finite="allow-nan")
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
         codes = self._encode_fit_groups(groups, y01)
         spec = self._objective_spec()
         if self.form not in spec.forms():
@@ -318,9 +324,9 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
             check_random_state(random_state).randint(np.iinfo(np.int32).max))
         engine = self._backend(seed)
         rounds = self.n_estimators if self.n_quantile_estimators is None else self.n_quantile_estimators
-        k, curve, kept, n_splits = self._select_rounds(engine, X, y01, codes, target, rounds, seed)
+        k, curve, kept, n_splits = self._select_rounds(engine, X, y01, codes, target, rounds, seed, weight)
         if kept is None or self._refit(n_splits):
-            start, booster, bandwidth = self._fit_path(engine, X, y01, codes, target, k)
+            start, booster, bandwidth = self._fit_path(engine, X, y01, codes, target, k, weight=weight)
         else:  # keep the first validation run's model, cut after k quantile rounds
             start, booster, bandwidth = kept
         self.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
@@ -332,7 +338,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         scores = engine.margins(self.booster_, X)
         if not np.isfinite(scores).all():
             raise ValueError("The boosted model's scores are NaN or inf; lower `learning_rate`.")
-        self._set_threshold(scores, y01, codes)
+        self._set_threshold(scores, y01, codes, sample_weight=weight)
         if self.verbose:
             shown = "" if curve is None else f", held-out metric {curve[k, 0]:.4f} (start {curve[0, 0]:.4f})"
             print(f"QuantileBoostingClassifier: {self.best_iteration_} quantile rounds kept{shown}")
@@ -348,12 +354,13 @@ class _HeldOutCurve:
     concern), NaN elsewhere.
     """
 
-    def __init__(self, estimator, y, codes, target, lazy_loss):
+    def __init__(self, estimator, y, codes, target, lazy_loss, weight=None):
         self.objective, self.form, self.quantile = estimator.objective, estimator.form, estimator.quantile
         self.surrogate, self.patience = estimator.surrogate, estimator.n_iter_no_change
         self.y, self.codes, self.target, self.lazy_loss = y, codes, target, lazy_loss
         self.bandwidth = 0.05
         self.rows = []
+        self.weight = weight  # frequency weights of the held-out rows, or None
 
     def _loss(self, margins):
         positive = torch.as_tensor(self.y == 1)
@@ -361,11 +368,13 @@ class _HeldOutCurve:
         with torch.no_grad():
             out = objective_loss(torch.as_tensor(margins), positive, objective=self.objective, target=self.target,
                                  form=self.form, quantile=self.quantile, bandwidth=self.bandwidth,
-                                 surrogate=self.surrogate, groups=codes)
+                                 surrogate=self.surrogate, groups=codes,
+                                 **({} if self.weight is None else {"weight": torch.as_tensor(self.weight)}))
         return float(out.loss)
 
     def __call__(self, margins) -> bool:
-        metric = objective_metric(self.y, margins, objective=self.objective, target=self.target, groups=self.codes)
+        metric = objective_metric(self.y, margins, objective=self.objective, target=self.target, groups=self.codes,
+                                  sample_weight=self.weight)
         best = max((m for m, _ in self.rows), default=-np.inf)
         loss = self._loss(margins) if metric >= best or not self.lazy_loss else np.nan
         self.rows.append((metric, loss))

@@ -70,6 +70,15 @@ def _response(estimator, X, method: str) -> np.ndarray:
     return values.reshape(-1)
 
 
+SAMPLE_WEIGHT_GUARANTEE_MESSAGE = (
+    "GuaranteedThresholdClassifier does not support `sample_weight`: its guarantee P(constraint holds) >= "
+    "1 - delta is an order-statistic (binomial) bound on i.i.d., unweighted held-out rows, and row weights "
+    "would make it a claim about a different population that the bound does not cover. Fit the wrapped "
+    "estimator with weights yourself and wrap it frozen, calibrating on a sample drawn from the population "
+    "the guarantee should hold for (e.g. undo the negative downsampling)."
+)
+
+
 class GuaranteedThresholdClassifier(ThresholdedClassifier):
     r"""A binary classifier whose threshold carries a held-out guarantee.
 
@@ -142,14 +151,23 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, **fit_params):
         """Fit ``estimator`` (unless frozen) and set the guaranteed threshold(s) on the held-out rows.
+
+        ``sample_weight=`` is refused (``ValueError``, :data:`SAMPLE_WEIGHT_GUARANTEE_MESSAGE`): the
+        guarantee is a binomial bound on i.i.d. unweighted held-out rows, which weights would void.
+        (It is caught from ``**fit_params`` rather than named, so that scikit-learn does not take
+        the estimator for one that supports weights.) Any other keyword is a ``TypeError``.
 
         ``groups`` (optional, shape (n,), any labels) gives each group its own threshold, each
         picked on that group's held-out rows of ``A``, so the guarantee holds in every group:
         ``P(constraint holds in group g) >= 1 - delta`` for each ``g``. The split is stratified
         by (class, group). The wrapped estimator is fitted and scores without groups.
         """
+        if "sample_weight" in fit_params:
+            raise ValueError(SAMPLE_WEIGHT_GUARANTEE_MESSAGE)
+        if fit_params:
+            raise TypeError(f"GuaranteedThresholdClassifier.fit() got unexpected keyword arguments {sorted(fit_params)}.")
         if y is None:
             raise ValueError("GuaranteedThresholdClassifier requires y to be passed, but the target y is None.")
         y = column_or_1d(y, warn=True)

@@ -14,18 +14,25 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import _fit_context
-from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import SURROGATES
 from ..objectives import OBJECTIVES, predict_scores
 from ..quantiles import QUANTILE_ESTIMATORS
-from ..training import TrainingDivergedError, train
+from ..training import train
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ._standardize import standardize_columns, standardizer
+from ._quantile_fit import (  # noqa: F401  (the constants are re-exported for existing imports)
+    AUTO_FULL_BATCH_ROWS,
+    AUTO_VALIDATION_ROWS,
+    MIN_VALIDATION_ROWS_PER_CLASS,
+    WORKING_COPY_CHUNK,
+    QuantileFitSteps,
+)
+from ._standardize import standardize_columns
 from ._threshold import ThresholdedClassifier
+from .._validation import check_sample_weight
 
 __all__ = ["QuantileClassifier", "DEFAULT_TARGETS"]
 
@@ -33,18 +40,7 @@ DEFAULT_TARGETS = {name: objective.default_target for name, objective in OBJECTI
 """``target=None`` means these (from :data:`~quantile_surrogate.objectives.OBJECTIVES`): the paper's
 synthetic recall 0.95, and a 5 % rate."""
 
-AUTO_FULL_BATCH_ROWS = 10_000
-"""``batch_size="auto"``: full-batch gradient descent up to this many rows, minibatches of 1000 above."""
-
-AUTO_VALIDATION_ROWS = 10_000
-"""``early_stopping="auto"``: a validation split above this many training rows, none below."""
-
-MIN_VALIDATION_ROWS_PER_CLASS = 4
-
-WORKING_COPY_CHUNK = 65536
-"""Rows copied at a time into the working copy, so that reordering rows makes no full-size temporary."""
-
-class QuantileClassifier(ThresholdedClassifier):
+class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     r"""A binary classifier trained for a rate-constrained operating point (Mackey, Luo & Eban 2018).
 
     Minimises the quantile surrogate loss of ``objective`` by Algorithm 1 (SGD with momentum
@@ -89,7 +85,8 @@ class QuantileClassifier(ThresholdedClassifier):
     max_epochs : int, default=200
     n_restarts : int, default=3
         Independent runs. Without early stopping the lowest training loss wins (the paper's
-        Q3); with it, the best validation metric (ties: the lower validation loss).
+        Q3); with it, the best validation metric (ties: the lower validation loss); with the
+        K-fold selection of ``early_stopping="auto"`` on small data, the best mean held-out metric.
     init : {"random", "logistic", "mixed"}, default="mixed"
         "mixed" starts restart 0 from logistic regression's solution and the others at random.
     early_stopping : bool or "auto", default="auto"
@@ -99,8 +96,18 @@ class QuantileClassifier(ThresholdedClassifier):
         pick the restart with the best validation value. False: every row trains for all
         ``max_epochs`` and the lowest training loss picks the restart (the paper's protocol).
         "auto": True above 10,000 training rows (where minibatches are used and random starts
-        can land in poor minima), False below (where a validation split costs more data than
-        its noisy metric is worth); docs/estimator.md has the measurements behind this.
+        can land in poor minima); up to 10,000 rows, K-fold selection: stratified
+        ``selection_folds``-fold cross-fitting scores every restart after 0 (logistic start
+        only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out fold with the
+        objective's exact metric (ties: the lower held-out loss), and the best mean over folds
+        is trained again on every row from the same start. The logistic start as it is is one
+        of the candidates, so training replaces it only when the held-out folds prefer the
+        result. With ``groups``, a ``checkpoint``, or a class with fewer than
+        ``4 * selection_folds`` rows, "auto" below 10,000 rows is False.
+        docs/estimator.md has the measurements behind this.
+    selection_folds : int >= 2, default=3
+        Folds of the K-fold selection (``early_stopping="auto"``, at most 10,000 rows); fit
+        time there is about ``1 + (selection_folds - 1)`` times that of one training run.
     validation_fraction : float in (0, 1), default=0.2
     n_iter_no_change : int, default=20
     refit : bool, default=False
@@ -115,6 +122,12 @@ class QuantileClassifier(ThresholdedClassifier):
         Show a tqdm progress bar over epochs with the loss and the threshold.
     device : str, default="cpu"
         A torch device such as "cuda"; float64 on the CPU, float32 elsewhere.
+    tie_break : {"none", "random"}, default="none"
+        Rows whose score ties at the constraint's boundary cannot be split by a threshold:
+        "none" keeps the tie policy (a floor never missed, a ceiling never exceeded; see
+        :func:`~quantile_surrogate.objectives.constraint_threshold`); "random" makes
+        :meth:`predict` take each tied row as positive with probability ``tie_fraction_``,
+        drawn with ``random_state``, so that the rate is met in expectation.
     checkpoint : str, path-like or None, default=None
         Save training state here after every epoch; a fit with the same path resumes from it.
 
@@ -136,6 +149,9 @@ class QuantileClassifier(ThresholdedClassifier):
         Linear models only; ``X @ coef_.T + intercept_`` equals :meth:`decision_function`.
         With groups the thresholds are not in it: ``decision_function(X, groups)`` is
         ``X @ coef_.T + intercept_ - group_thresholds_[code of the row's group]``.
+    tie_score_, tie_fraction_ : float (one per group with groups) or None
+        With ``tie_break="random"``: the score tied at the constraint's boundary and the
+        probability with which :meth:`predict` takes a row scoring exactly that as positive.
     model_ : torch.nn.Module
         The trained scoring function; it takes standardised features ``(x - mean_) / scale_``.
     mean_, scale_ : ndarray of shape (n_features_in_,)
@@ -150,7 +166,12 @@ class QuantileClassifier(ThresholdedClassifier):
     n_iter_ : int
         Epochs run by the selected restart (before early stopping restored its best epoch).
     best_epoch_ : int or None
-        The epoch kept by early stopping (0: the start), None without it.
+        The epoch kept by early stopping or by the K-fold selection (0: the start), None without either.
+    selection_ : dict or None
+        The K-fold selection's record, None where it did not run: ``epochs`` (the candidate
+        epoch counts), ``fold_metric`` and ``fold_loss`` of shape (folds, n_restarts,
+        n_epochs) (NaN where not a candidate), their means ``mean_metric`` and ``mean_loss``,
+        the chosen ``restart``, ``epochs_`` and ``start`` ("logistic" or "random").
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
@@ -194,6 +215,7 @@ class QuantileClassifier(ThresholdedClassifier):
         "n_restarts": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"random", "logistic", "mixed"})],
         "early_stopping": ["boolean", StrOptions({"auto"})],
+        "selection_folds": [Interval(Integral, 2, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "refit": ["boolean"],
@@ -202,6 +224,7 @@ class QuantileClassifier(ThresholdedClassifier):
         "verbose": ["verbose"],
         "device": [str, torch.device],
         "checkpoint": [str, os.PathLike, None],
+        "tie_break": [StrOptions({"none", "random"})],
     }
 
     def __init__(
@@ -225,6 +248,7 @@ class QuantileClassifier(ThresholdedClassifier):
         n_restarts=3,
         init="mixed",
         early_stopping="auto",
+        selection_folds=3,
         validation_fraction=0.2,
         n_iter_no_change=20,
         refit=False,
@@ -233,6 +257,7 @@ class QuantileClassifier(ThresholdedClassifier):
         verbose=False,
         device="cpu",
         checkpoint=None,
+        tie_break="none",
     ):
         self.objective = objective
         self.target = target
@@ -252,6 +277,7 @@ class QuantileClassifier(ThresholdedClassifier):
         self.n_restarts = n_restarts
         self.init = init
         self.early_stopping = early_stopping
+        self.selection_folds = selection_folds
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.refit = refit
@@ -260,6 +286,7 @@ class QuantileClassifier(ThresholdedClassifier):
         self.verbose = verbose
         self.device = device
         self.checkpoint = checkpoint
+        self.tie_break = tie_break
 
     # -- settings resolved at fit time ------------------------------------------------------
     def _torch_device(self) -> torch.device:
@@ -296,106 +323,13 @@ class QuantileClassifier(ThresholdedClassifier):
                 return saved
         return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
 
-    def _split(self, y01, seed, codes=None):
-        """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split.
-
-        With group codes the split is stratified by (class, group), so every group keeps its
-        rows of A on both sides; a (class, group) cell with fewer than
-        MIN_VALIDATION_ROWS_PER_CLASS rows means no split.
-        """
-        n = y01.shape[0]
-        strata = y01 if codes is None else y01 + 2 * codes  # an empty (class, group) cell is no constraint
-        counts = np.bincount(strata)
-        counts = counts[counts > 0] if codes is not None else np.bincount(y01, minlength=2)
-        n_val = int(round(self.validation_fraction * n))
-        if not self._early_stopping(n) or counts.min() < MIN_VALIDATION_ROWS_PER_CLASS or n_val < 2 or n - n_val < 2:
-            return np.arange(n), None
-        fit_rows, val_rows = train_test_split(np.arange(n), test_size=n_val, stratify=strata, random_state=seed)
-        if codes is not None:
-            # Rounding can leave a small group's rows of A all on one side; then its threshold is undefined there.
-            in_subset = self._objective_spec().subset_mask(y01 == 1)
-            for rows in (fit_rows, val_rows):
-                if len(np.unique(codes[rows][in_subset[rows]])) < len(np.unique(codes)):
-                    return np.arange(n), None
-        return fit_rows, val_rows
-
-    # -- the steps of fit --------------------------------------------------------------------
-    def _working_tensor(self, X, order):
-        """The one working copy of the data: rows in ``order``, standardised, float64 (float32 on a GPU), as torch.
-
-        Ordering the rows as (fit rows, validation rows) makes both parts views of one array,
-        so a validation split costs no second copy of X.
-        """
-        if self.standardize:
-            self.mean_, self.scale_ = standardizer(X)
-        else:
-            self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        work = np.empty(X.shape, dtype=np.float64)
-        for start in range(0, X.shape[0], WORKING_COPY_CHUNK):  # X[order] whole would be a second copy of X
-            rows = slice(start, start + WORKING_COPY_CHUNK)
-            work[rows] = X[rows] if order is None else X[order[rows]]
-        standardize_columns(work, self.mean_, self.scale_, out=work)
-        device = self._torch_device()
-        return torch.as_tensor(work, dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device)
-
-    def _train_settings(self, seed, n_rows):
-        batch_size = self.batch_size
-        if batch_size == "auto":
-            batch_size = None if n_rows <= AUTO_FULL_BATCH_ROWS else 1000
-        return dict(
-            objective=self.objective, target=self._target(), form=self.form, quantile=self.quantile,
-            bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
-            momentum=self.momentum, weight_decay=self.alpha, batch_size=batch_size,
-            subset_batch_size=self.subset_batch_size, subset_from_batch=self.subset_from_batch,
-            random_state=seed, progress=bool(self.verbose),
-        )
-
     def _scorer_factory(self, n_features):
         hidden, module_factory = self._hidden_sizes(), self.module_factory
         return lambda: build_scorer(n_features, hidden, module_factory)
 
-    def _keep_result(self, result):
-        self.model_ = result.model
-        self.loss_curve_ = list(result.loss_curve)
-        self.validation_curve_ = result.validation_curve
-        self.restart_losses_ = list(result.restart_losses)
-        self.train_loss_ = result.loss
-        self.n_iter_ = result.n_iter
-        self.best_epoch_ = result.best_epoch
-
-    def _refit_on_all_rows(self, result, factory, Xt, yt, gt, settings):
-        """Same start, same number of epochs, every row: a validation split need not cost data."""
-        if result.start == "logistic":
-            start, init = factory, "logistic"
-        else:
-            with torch.random.fork_rng(devices=[]):
-                start = factory()
-            start.load_state_dict(result.initial_state)
-            init = "model"
-        refitted = train(start, Xt, yt, groups=gt, max_epochs=result.best_epoch, n_restarts=1, init=init, **settings)
-        self.model_ = refitted.model
-        self.loss_curve_ = list(refitted.loss_curve)
-        self.train_loss_ = refitted.loss
-
-    def _check_scores_finite(self, scores):
-        if not np.isfinite(scores).all():
-            raise TrainingDivergedError(
-                f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
-                f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
-
-    def _set_linear_coefficients(self):
-        """``coef_`` and ``intercept_`` in the original units, for a linear model (threshold included without groups)."""
-        if not isinstance(self.model_, torch.nn.Linear):
-            return
-        w = self.model_.weight.detach().double().cpu().numpy().reshape(1, -1) / self.scale_
-        b = float(self.model_.bias.detach().double().cpu()) if self.model_.bias is not None else 0.0
-        shift = self.threshold_ if self.groups_ is None else 0.0
-        self.coef_ = w
-        self.intercept_ = np.array([b - float(w[0] @ self.mean_) - shift])
-
     # -- the estimator API -------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Train on ``X`` of shape (n, d) and ``y`` of shape (n,) with exactly two classes; returns self.
 
         ``groups`` (optional, shape (n,), any labels such as strings or integers) asks for the
@@ -410,8 +344,15 @@ class QuantileClassifier(ThresholdedClassifier):
         validation rows, make one standardised working copy (the only NumPy -> torch crossing),
         :func:`~quantile_surrogate.training.train`, optionally refit on every row, score the
         training rows (the way back) and set ``threshold_`` at their exact empirical quantile.
+
+        ``sample_weight`` (shape (n,), >= 0): frequency weights, passed to
+        :func:`~quantile_surrogate.training.train` (weighted loss, weighted quantile threshold,
+        weighted logistic start) and to ``threshold_`` (the weighted empirical quantile). An
+        integer weight equals repeating the row. The selection rows (a validation split or
+        cross-fitting folds) are not weighted; the fits on all rows are.
         """
         X, y01 = self._validate_training_data(X, y)
+        weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
         codes = self._encode_fit_groups(groups, y01)
         self._hidden_sizes()
         seed = self._draw_seed()
@@ -420,6 +361,7 @@ class QuantileClassifier(ThresholdedClassifier):
         if order is not None:
             y01 = y01[order]
             codes = None if codes is None else codes[order]
+            weight = None if weight is None else weight[order]
         Xt = self._working_tensor(X, order)
         del X
         yt = torch.as_tensor(y01, device=Xt.device)
@@ -428,19 +370,27 @@ class QuantileClassifier(ThresholdedClassifier):
         validation = None if val_rows is None else (Xt[n_fit:], yt[n_fit:]) + (() if gt is None else (gt[n_fit:],))
         factory = self._scorer_factory(Xt.shape[1])
         settings = self._train_settings(seed, n_fit)
-        result = train(
-            factory, Xt[:n_fit], yt[:n_fit], groups=None if gt is None else gt[:n_fit],
-            max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
-            early_stopping=self._early_stopping(len(y01)), n_iter_no_change=self.n_iter_no_change,
-            validation=validation, select="loss" if validation is None else "validation",
-            checkpoint=self.checkpoint, **settings,
-        )
-        self._keep_result(result)
+        self.selection_ = None
+        folds = None if val_rows is not None else self._cross_fit_folds(y01, codes)
+        if folds is not None:
+            result = self._fit_cross_fitted(factory, Xt, yt, folds, seed, settings,
+                                            **({} if weight is None else {"sample_weight": weight}))
+        else:
+            result = train(
+                factory, Xt[:n_fit], yt[:n_fit], groups=None if gt is None else gt[:n_fit],
+                max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
+                early_stopping=self._early_stopping(len(y01)), n_iter_no_change=self.n_iter_no_change,
+                validation=validation, select="loss" if validation is None else "validation",
+                checkpoint=self.checkpoint, **settings,
+                **({} if weight is None else {"sample_weight": weight[:n_fit]}),
+            )
+            self._keep_result(result)
         if validation is not None and self.refit:
-            self._refit_on_all_rows(result, factory, Xt, yt, gt, settings)
+            self._refit_on_all_rows(result, factory, Xt, yt, gt,
+                                    settings if weight is None else {**settings, "sample_weight": weight})
         scores = predict_scores(self.model_, Xt).double().cpu().numpy()
         self._check_scores_finite(scores)
-        self._set_threshold(scores, y01, codes)
+        self._set_threshold(scores, y01, codes, sample_weight=weight)
         self._set_linear_coefficients()
         return self
 

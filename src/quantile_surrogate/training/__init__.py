@@ -23,10 +23,12 @@ from typing import Callable
 import torch
 
 from .loop import TrainingDivergedError, TrainingLoop
-from .sampling import MIN_GROUP_SUBSET_ROWS
+from .sampling import MIN_GROUP_SUBSET_ROWS, SubsetBatchSampler
 from .state import TrainingData, TrainingSettings, TrainResult
+from .weighted import WeightedTrainingLoop
 from .streaming import LoaderTrainingLoop, check_loader, check_loader_options, is_loader
 from .._validation import (
+    check_sample_weight,
     check_bandwidth,
     check_finite_number,
     check_group_codes,
@@ -53,6 +55,7 @@ __all__ = [
     "OBJECTIVES",
     "INITS",
     "MIN_GROUP_SUBSET_ROWS",
+    "SubsetBatchSampler",
     "TrainResult",
     "TrainingDivergedError",
     "train",
@@ -96,6 +99,7 @@ def train(
     n_iter_no_change: int = 10,
     tol: float = 1e-4,
     groups: torch.Tensor | None = None,
+    sample_weight=None,
     validation: tuple | None = None,
     validation_metric: Callable | None = None,
     select: str = "loss",
@@ -162,6 +166,12 @@ def train(
         Stop a restart when the monitored value has not improved for ``n_iter_no_change``
         epochs: the validation metric if ``validation`` is given (and then the best epoch's
         parameters are restored), else the epoch training loss (improvement by more than ``tol``).
+    sample_weight : array-like or Tensor of shape (n,), optional
+        Frequency weights ``w_i >= 0`` (0 drops a row): they weight the loss's sum and its
+        quantile threshold (the weighted quantile of :mod:`quantile_surrogate._weighted`) and
+        the logistic start, so full-batch training on integer weights equals training on the
+        rows repeated. Tensor data only (a loader raises ``ValueError``); no checkpoints.
+        The validation rows are not weighted.
     validation : (X_val, y_val) or, with ``groups``, (X_val, y_val, groups_val), optional
         Held-out rows on which ``validation_metric(y_val, scores)`` (default: the objective's
         exact metric at ``target``) is measured after every epoch and at the start (epoch 0).
@@ -202,6 +212,9 @@ def train(
         subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch, max_epochs=max_epochs,
         n_restarts=n_restarts, init=init, init_alpha=init_alpha, early_stopping=early_stopping,
         n_iter_no_change=n_iter_no_change, tol=tol, select=select, monitor=monitor)
+    if sample_weight is not None and is_loader(X, y):
+        raise ValueError("`sample_weight` needs tensor data (X, y); a loader cannot take it. Put the weights "
+                         "into the loss yourself, or pass X and y as tensors.")
     if is_loader(X, y):
         check_loader_options(settings, groups, checkpoint)
         data, loop_class = check_loader(X, settings.objective), LoaderTrainingLoop
@@ -211,6 +224,15 @@ def train(
         validation = _validation_data(validation, groups is not None, settings.objective)
     elif select == "validation":
         raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
+    if sample_weight is not None:
+        if checkpoint is not None:
+            raise ValueError("`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data "
+                             "fingerprint does not cover the weights); drop one of them.")
+        weight = torch.as_tensor(check_sample_weight(sample_weight, data.n), dtype=torch.float64)
+        weight = weight.to(device=data.X.device, dtype=torch.promote_types(data.X.dtype, torch.float32))
+        loop = WeightedTrainingLoop(settings, model, data, validation, validation_metric, callback, progress,
+                                    weight=weight)
+        return loop.run(random_state, checkpoint)
     loop = loop_class(settings, model, data, validation, validation_metric, callback, progress)
     return loop.run(random_state, checkpoint)
 

@@ -154,14 +154,20 @@ class TrainingLoop:
             subset_size=settings.subset_batch_size or settings.batch_size, subset_groups=data.subset_groups)
 
         def steps():
+            # index_select, not X[rows]: on the CPU advanced indexing copies element by element, ~20x
+            # slower than index_select's row copies at 100 float32 features (benchmarks/throughput.py).
             for rows, subset_rows in batches:
                 rows = rows.to(X.device)
-                batch_groups = None if groups is None else groups[rows]
+                batch_groups = None if groups is None else groups.index_select(0, rows)
                 if subset_rows is None:
-                    yield X[rows], labels[rows], data.in_subset[rows], None, batch_groups, None
+                    yield (X.index_select(0, rows), labels.index_select(0, rows),
+                           data.in_subset.index_select(0, rows), None, batch_groups, None)
                 else:
-                    yield (X[rows], labels[rows], None, X[subset_rows], batch_groups,
-                           None if groups is None else groups[subset_rows])
+                    # One gather of both minibatches, stacked as the forward pass takes them (no torch.cat).
+                    subset_rows = subset_rows.to(X.device)
+                    stacked = X.index_select(0, torch.cat([rows, subset_rows]))
+                    yield (stacked, labels.index_select(0, rows), None, subset_rows.numel(), batch_groups,
+                           None if groups is None else groups.index_select(0, subset_rows))
 
         return self.run_steps(model, optimizer, steps())
 
@@ -181,8 +187,9 @@ class TrainingLoop:
     def step(self, model, optimizer, X_b, labels_b, in_subset_b, X_a=None, groups_b=None, groups_a=None):
         """One step of Algorithm 1 on a minibatch; returns (loss, threshold or None if ``A_b`` is empty), detached.
 
-        ``X_a`` is the separate minibatch of ``A`` (step 2); without it ``A_b`` is the batch's rows of ``A``
-        (the rows where ``in_subset_b``).
+        ``X_a`` is the separate minibatch of ``A`` (step 2), or an int ``m``: the last ``m`` rows of
+        ``X_b`` are that minibatch, already stacked (which saves a copy); without it ``A_b`` is the
+        batch's rows of ``A`` (the rows where ``in_subset_b``).
         """
         optimizer.zero_grad()
         if X_a is None:
@@ -190,9 +197,11 @@ class TrainingLoop:
             reference = scores[in_subset_b]
             groups_a = None if groups_b is None else groups_b[in_subset_b]
         else:
-            # One forward pass over both minibatches.
-            both = model(torch.cat([X_b, X_a])).reshape(-1)
-            scores, reference = both[: X_b.shape[0]], both[X_b.shape[0]:]
+            # One forward pass over both minibatches (a model's batch statistics see both).
+            both = X_b if isinstance(X_a, int) else torch.cat([X_b, X_a])
+            n_batch = labels_b.shape[0]
+            both = model(both).reshape(-1)
+            scores, reference = both[:n_batch], both[n_batch:]
         out = self.loss(scores, labels_b, reference, groups_b, groups_a)
         out.loss.backward()
         optimizer.step()

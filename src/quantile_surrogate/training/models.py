@@ -72,7 +72,8 @@ def decayed_parameters(model: nn.Module):
     return weights, others
 
 
-def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: float, max_iter: int = 200) -> float:
+def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: float, max_iter: int = 200,
+                 sample_weight: torch.Tensor | None = None) -> float:
     r"""Fit ``model`` in place by penalised maximum likelihood with full-batch L-BFGS.
 
     .. math::
@@ -80,7 +81,8 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
 
     with ``W`` the weight matrices (biases are not penalised). For a linear model and
     ``alpha = 1 / N`` this is scikit-learn's ``LogisticRegression(C=1)``. Returns the final
-    objective value.
+    objective value. ``sample_weight`` (frequency weights) replaces the mean by
+    ``sum_i w_i log(...) / sum_i w_i``, the mean over the rows repeated ``w_i`` times.
     """
     weights, _ = decayed_parameters(model)
     target = y.to(X.dtype)
@@ -91,6 +93,9 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
 
     def objective():
         scores = model(X).reshape(-1)
+        if sample_weight is not None:
+            data_term = F.binary_cross_entropy_with_logits(scores, target, weight=sample_weight, reduction="sum")
+            return data_term / sample_weight.sum() + 0.5 * alpha * sum((w * w).sum() for w in weights)
         return F.binary_cross_entropy_with_logits(scores, target) + 0.5 * alpha * sum((w * w).sum() for w in weights)
 
     def closure():

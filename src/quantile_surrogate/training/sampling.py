@@ -54,7 +54,7 @@ def _stream(index: torch.Tensor, n_batches: int, size: int, generator: torch.Gen
         return [index] * n_batches
     repeats = math.ceil(n_batches * size / n)
     stream = torch.cat([torch.randperm(n, generator=generator) for _ in range(repeats)])
-    return list(index[stream.to(index.device)].split(size))[:n_batches]
+    return list(index.index_select(0, stream.to(index.device)).split(size))[:n_batches]
 
 
 def subset_batches(subset_index: torch.Tensor, n_batches: int, subset_size: int, generator: torch.Generator,

@@ -1,0 +1,250 @@
+"""The steps of :meth:`QuantileClassifier.fit`, and its K-fold selection on small data.
+
+Kept apart from the estimator's parameters and docstring (``quantile_classifier.py``): the
+validation split, the one standardised working copy, the refit on every row, the linear
+coefficients in the original units, and :func:`cross_fit_selection`, which picks the restart,
+the number of epochs, and "trained" against "the logistic start as it is" from held-out
+folds when the data are too few for a validation split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.model_selection import StratifiedKFold, train_test_split
+
+from ..objectives import objective_loss, objective_metric, predict_scores
+from ..training import TrainingDivergedError, train
+from ..training.loop import restart_seeds
+from ..training.models import fit_logistic
+from ._standardize import standardize_columns, standardizer
+
+__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "MIN_VALIDATION_ROWS_PER_CLASS", "WORKING_COPY_CHUNK",
+           "QuantileFitSteps", "cross_fit_selection", "epoch_grid"]
+
+AUTO_FULL_BATCH_ROWS = 10_000
+"""``batch_size="auto"``: full-batch gradient descent up to this many rows, minibatches of 1000 above."""
+
+AUTO_VALIDATION_ROWS = 10_000
+"""``early_stopping="auto"``: a validation split above this many training rows, K-fold selection below."""
+
+MIN_VALIDATION_ROWS_PER_CLASS = 4
+
+WORKING_COPY_CHUNK = 65536
+"""Rows copied at a time into the working copy, so that reordering rows makes no full-size temporary."""
+
+EPOCH_GRID = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+"""Epoch counts compared by the K-fold selection (and ``max_epochs``). Roughly geometric: every
+extra candidate is one more noisy comparison, so 600 per-epoch candidates would overfit the
+folds (the winner's curse) where about ten do not, and the metric changes slowly in log-epochs."""
+
+
+def epoch_grid(max_epochs: int) -> np.ndarray:
+    """0 (the start), the entries of :data:`EPOCH_GRID` below ``max_epochs``, and ``max_epochs``."""
+    return np.array(sorted({0, int(max_epochs), *(e for e in EPOCH_GRID if e < max_epochs)}))
+
+
+def _fold_logistic_start(factory, X, y, model_seed):
+    """The logistic start exactly as :func:`train` makes it for a restart seeded ``model_seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(model_seed)
+        model = factory().to(device=X.device, dtype=X.dtype)
+    fit_logistic(model, X, y, alpha=1 / X.shape[0])
+    return model
+
+
+def _evaluate(model, X, y, y_np, in_subset, settings) -> tuple:
+    """(exact metric, surrogate loss) of ``model`` on held-out rows (the loss breaks the metric's ties)."""
+    with torch.no_grad():
+        scores = predict_scores(model, X)
+        if not bool(torch.isfinite(scores).all()):
+            return -np.inf, np.inf
+        loss = objective_loss(scores, y, objective=settings["objective"], target=settings["target"],
+                              threshold_scores=scores[in_subset], form=settings["form"],
+                              quantile=settings["quantile"], bandwidth=settings["bandwidth"],
+                              surrogate=settings["surrogate"]).loss
+    metric = objective_metric(y_np, scores.double().cpu().numpy(), objective=settings["objective"],
+                              target=settings["target"])
+    return float(metric), float(loss)
+
+
+def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, max_epochs, n_restarts, init) -> dict:
+    r"""Held-out value of every (restart, epoch count) candidate by stratified K-fold cross-fitting.
+
+    Each fold trains all ``n_restarts`` restarts for ``max_epochs`` on the other folds (the
+    same seeds, so restart ``r`` has the same random start in every fold) and scores the
+    model after each epoch count in :func:`epoch_grid` on the held-out fold, with the
+    objective's exact metric and the surrogate loss. The logistic start (epoch 0 of a
+    logistic restart) is a candidate; a random start's epoch 0 is not. The candidate with
+    the best mean metric over folds wins, ties going to the lower mean loss:
+
+    .. math::
+        (\hat r, \hat e) = \arg\max_{r, e}\ \Big(\tfrac1K \sum_k m_k(r, e),\ -\tfrac1K \sum_k L_k(r, e)\Big)
+
+    so training is kept over the logistic start only when the held-out folds say it is better.
+
+    Returns a dict: ``epochs`` (the grid), ``fold_metric`` and ``fold_loss`` of shape
+    (folds, n_restarts, n_epochs) (NaN where not a candidate), ``mean_metric``, ``mean_loss``,
+    ``restart``, ``epochs_`` (the chosen count) and ``start`` ("logistic" or "random").
+    """
+    grid = epoch_grid(max_epochs)
+    position = {int(e): i for i, e in enumerate(grid)}
+    seeds = restart_seeds(seed, n_restarts)
+    logistic = [init == "logistic" or (init == "mixed" and r == 0) for r in range(n_restarts)]
+    metric = np.full((folds, n_restarts, len(grid)), np.nan)
+    loss = np.full_like(metric, np.nan)
+    y_np = yt.cpu().numpy()
+    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
+    for k, (fit_rows, held_rows) in enumerate(splitter.split(np.zeros((len(y_np), 1)), y_np)):
+        fit_index = torch.as_tensor(fit_rows, device=Xt.device)
+        held_index = torch.as_tensor(held_rows, device=Xt.device)
+        X_fit, y_fit, X_held, y_held = Xt[fit_index], yt[fit_index], Xt[held_index], yt[held_index]
+        held = (X_held, y_held, y_np[held_rows], in_subset[held_index], settings)
+        for r in np.flatnonzero(logistic):  # epoch 0 of a logistic restart: the start as it is
+            start = _fold_logistic_start(factory, X_fit, y_fit, seeds[r][0])
+            metric[k, r, 0], loss[k, r, 0] = _evaluate(start, *held)
+
+        def record(info, k=k, held=held):
+            i = position.get(int(info["epoch"]))
+            if i is not None:
+                metric[k, info["restart"], i], loss[k, info["restart"], i] = _evaluate(info["model"], *held)
+
+        train(factory, X_fit, y_fit, max_epochs=max_epochs, n_restarts=n_restarts, init=init, callback=record,
+              **{**settings, "random_state": seed})
+    mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
+    order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(),
+                        -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
+    restart, column = np.unravel_index(order[0], mean_metric.shape)
+    return dict(epochs=grid, fold_metric=metric, fold_loss=loss, mean_metric=mean_metric, mean_loss=mean_loss,
+                restart=int(restart), epochs_=int(grid[column]),
+                start="logistic" if logistic[restart] else "random")
+
+
+class QuantileFitSteps:
+    """Mixin with the steps of :meth:`QuantileClassifier.fit` (``self`` holds the parameters)."""
+
+    def _split(self, y01, seed, codes=None):
+        """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split.
+
+        With group codes the split is stratified by (class, group), so every group keeps its
+        rows of A on both sides; a (class, group) cell with fewer than
+        MIN_VALIDATION_ROWS_PER_CLASS rows means no split.
+        """
+        n = y01.shape[0]
+        strata = y01 if codes is None else y01 + 2 * codes  # an empty (class, group) cell is no constraint
+        counts = np.bincount(strata)
+        counts = counts[counts > 0] if codes is not None else np.bincount(y01, minlength=2)
+        n_val = int(round(self.validation_fraction * n))
+        if not self._early_stopping(n) or counts.min() < MIN_VALIDATION_ROWS_PER_CLASS or n_val < 2 or n - n_val < 2:
+            return np.arange(n), None
+        fit_rows, val_rows = train_test_split(np.arange(n), test_size=n_val, stratify=strata, random_state=seed)
+        if codes is not None:
+            # Rounding can leave a small group's rows of A all on one side; then its threshold is undefined there.
+            in_subset = self._objective_spec().subset_mask(y01 == 1)
+            for rows in (fit_rows, val_rows):
+                if len(np.unique(codes[rows][in_subset[rows]])) < len(np.unique(codes)):
+                    return np.arange(n), None
+        return fit_rows, val_rows
+
+    def _cross_fit_folds(self, y01, codes) -> int | None:
+        """The number of folds for K-fold selection, or None where it does not apply.
+
+        It applies with ``early_stopping="auto"`` up to :data:`AUTO_VALIDATION_ROWS` rows,
+        without groups or a checkpoint (a checkpoint resumes one training run), and when every
+        class has at least MIN_VALIDATION_ROWS_PER_CLASS rows in every fold.
+        """
+        if self.early_stopping != "auto" or len(y01) > AUTO_VALIDATION_ROWS or codes is not None:
+            return None
+        if self.checkpoint is not None or self.selection_folds < 2:
+            return None
+        if np.bincount(y01, minlength=2).min() < MIN_VALIDATION_ROWS_PER_CLASS * self.selection_folds:
+            return None
+        return int(self.selection_folds)
+
+    def _working_tensor(self, X, order):
+        """The one working copy of the data: rows in ``order``, standardised, float64 (float32 on a GPU), as torch.
+
+        Ordering the rows as (fit rows, validation rows) makes both parts views of one array,
+        so a validation split costs no second copy of X.
+        """
+        if self.standardize:
+            self.mean_, self.scale_ = standardizer(X)
+        else:
+            self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        work = np.empty(X.shape, dtype=np.float64)
+        for start in range(0, X.shape[0], WORKING_COPY_CHUNK):  # X[order] whole would be a second copy of X
+            rows = slice(start, start + WORKING_COPY_CHUNK)
+            work[rows] = X[rows] if order is None else X[order[rows]]
+        standardize_columns(work, self.mean_, self.scale_, out=work)
+        device = self._torch_device()
+        return torch.as_tensor(work, dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device)
+
+    def _train_settings(self, seed, n_rows):
+        batch_size = self.batch_size
+        if batch_size == "auto":
+            batch_size = None if n_rows <= AUTO_FULL_BATCH_ROWS else 1000
+        return dict(
+            objective=self.objective, target=self._target(), form=self.form, quantile=self.quantile,
+            bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
+            momentum=self.momentum, weight_decay=self.alpha, batch_size=batch_size,
+            subset_batch_size=self.subset_batch_size, subset_from_batch=self.subset_from_batch,
+            random_state=seed, progress=bool(self.verbose),
+        )
+
+    def _keep_result(self, result):
+        self.model_ = result.model
+        self.loss_curve_ = list(result.loss_curve)
+        self.validation_curve_ = result.validation_curve
+        self.restart_losses_ = list(result.restart_losses)
+        self.train_loss_ = result.loss
+        self.n_iter_ = result.n_iter
+        self.best_epoch_ = result.best_epoch
+
+    def _refit_on_all_rows(self, result, factory, Xt, yt, gt, settings):
+        """Same start, same number of epochs, every row: a validation split need not cost data."""
+        if result.start == "logistic":
+            start, init = factory, "logistic"
+        else:
+            with torch.random.fork_rng(devices=[]):
+                start = factory()
+            start.load_state_dict(result.initial_state)
+            init = "model"
+        refitted = train(start, Xt, yt, groups=gt, max_epochs=result.best_epoch, n_restarts=1, init=init, **settings)
+        self.model_ = refitted.model
+        self.loss_curve_ = list(refitted.loss_curve)
+        self.train_loss_ = refitted.loss
+
+    def _fit_cross_fitted(self, factory, Xt, yt, folds, seed, settings, **extra):
+        """K-fold selection (:func:`cross_fit_selection`), then the chosen candidate refitted on every row."""
+        in_subset = self._objective_spec().subset_mask(yt == 1)
+        fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
+        selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
+                                        max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init)
+        if selection["start"] == "logistic":
+            start, init = factory, "logistic"
+        else:
+            with torch.random.fork_rng(devices=[]):  # restart r's random start, as in every fold
+                torch.manual_seed(restart_seeds(seed, self.n_restarts)[selection["restart"]][0])
+                start = factory()
+            init = "model"
+        result = train(start, Xt, yt, max_epochs=selection["epochs_"], n_restarts=1, init=init, **settings, **extra)
+        self._keep_result(result)
+        self.best_epoch_ = selection["epochs_"]
+        self.selection_ = selection
+        return result
+
+    def _check_scores_finite(self, scores):
+        if not np.isfinite(scores).all():
+            raise TrainingDivergedError(
+                f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
+                f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
+
+    def _set_linear_coefficients(self):
+        """``coef_`` and ``intercept_`` in the original units, for a linear model (threshold included without groups)."""
+        if not isinstance(self.model_, torch.nn.Linear):
+            return
+        w = self.model_.weight.detach().double().cpu().numpy().reshape(1, -1) / self.scale_
+        b = float(self.model_.bias.detach().double().cpu()) if self.model_.bias is not None else 0.0
+        shift = self.threshold_ if self.groups_ is None else 0.0
+        self.coef_ = w
+        self.intercept_ = np.array([b - float(w[0] @ self.mean_) - shift])
