@@ -50,11 +50,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--features", type=int, default=100)
+    parser.add_argument("--split", choices=["both", "no", "yes"], default="both",
+                        help="fit without and/or with the early-stopping validation split")
     args = parser.parse_args(argv)
     print("| rows | X (MiB) | early stopping | baseline RSS (MiB) | peak RSS (MiB) | peak - baseline | ratio to X |")
     print("|---:|---:|:---:|---:|---:|---:|---:|")
     for n in args.rows:
-        for early in (False, True):
+        for early in {"both": (False, True), "no": (False,), "yes": (True,)}[args.split]:
             r = measure(n, args.features, early)
             extra = r["peak_mib"] - r["baseline_mib"]
             print(f"| {n:,} | {r['data_mib']:.0f} | {'yes' if early else 'no'} | {r['baseline_mib']:.0f} | "
