@@ -103,3 +103,15 @@ def test_random_tie_break_with_groups_meets_each_group_rate():
     for g in ("a", "b"):
         n_g = np.sum(groups == g)
         assert abs(predicted[groups == g].mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / n_g)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS[:2], ids=lambda e: type(e).__name__)
+def test_a_dataframe_with_a_text_column_names_the_column_and_the_fix(estimator):
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(city=np.where(y == 1, "x", "y"))
+    with pytest.raises(ValueError, match=r"\['city'\].*OneHotEncoder"):
+        clone(estimator).fit(frame, y)
+    fitted = clone(estimator).fit(frame[["a", "b", "c"]], y)
+    with pytest.raises(ValueError, match=r"\['c'\]"):
+        fitted.predict(frame[["a", "b"]].assign(c=frame["city"]))

@@ -47,6 +47,31 @@ TIE_BREAK_STREAM = 0x7135
 """Mixed into ``random_state`` for the tie-break draws (a SeedSequence entropy word)."""
 
 
+TEXT_COLUMNS_MESSAGE = (
+    "`X` column(s) {columns} hold text or other non-numeric values (dtype {dtype}); {name} needs numbers. "
+    "Encode them first, e.g. sklearn.compose.make_column_transformer((OneHotEncoder(), {first!r}), "
+    "remainder='passthrough') in a Pipeline, or drop them (the command line one-hot encodes text columns itself)."
+)
+
+
+def refuse_text_columns(X, name: str):
+    """``X`` unchanged; ValueError naming the columns of a pandas DataFrame that are not numeric or boolean.
+
+    Without it scikit-learn's conversion fails with "could not convert string to float: 'x'",
+    which names neither the column nor the fix.
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns"):
+        return X
+    numeric = [dtype.kind in "biuf" if hasattr(dtype, "kind") else False for dtype in dtypes]
+    if all(numeric):
+        return X
+    columns = [column for column, ok in zip(X.columns, numeric) if not ok]
+    dtype = dtypes[columns[0]]
+    raise ValueError(TEXT_COLUMNS_MESSAGE.format(columns=[str(c) for c in columns[:5]], dtype=dtype, name=name,
+                                                 first=str(columns[0])))
+
+
 class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
     """Private base class: a raw score ``f(x)`` compared with a threshold learned in ``fit``.
 
@@ -73,6 +98,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
     # -- the steps of fit ------------------------------------------------------------------
     def _validate_training_data(self, X, y, **check):
         """``(X, y01)``: ``X`` validated (``n_features_in_`` set), ``y01`` int64 with 1 for ``classes_[1]``."""
+        refuse_text_columns(X, type(self).__name__)
         try:
             X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **check)
         except ValueError as error:
@@ -152,7 +178,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         each row is compared with its group's threshold: ``f(x) - group_thresholds_[g(x)]``.
         """
         check_is_fitted(self, "threshold_")
-        X = self._check_X(X)
+        X = self._check_X(refuse_text_columns(X, type(self).__name__))
         scores = np.asarray(self._raw_scores(X), dtype=np.float64).reshape(-1)
         _, threshold = self._thresholds_for(groups, scores.shape[0])
         return scores - threshold
