@@ -317,5 +317,20 @@ def test_k_fold_selection_keeps_the_best_held_out_candidate():
     best = np.nanmax(sel["mean_metric"])
     assert sel["mean_metric"][sel["restart"], list(sel["epochs"]).index(sel["epochs_"])] == best
     assert best >= sel["mean_metric"][0, 0]  # never worse than the logistic start on the held-out folds
+    if (sel["restart"], sel["epochs_"]) != (0, 0):
+        assert best > sel["mean_metric"][0, 0]  # training is kept only when it is strictly better held out
+
+
+def test_k_fold_selection_keeps_the_logistic_start_on_a_tie():
+    # Well separated classes: every candidate reaches precision 1.0 on the held-out folds, a tie.
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], class_sep=4.0, random_state=3)
+    clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
+    sel = clf.selection_
+    tied = sel["mean_metric"] == np.nanmax(sel["mean_metric"])
+    assert sel["mean_metric"][0, 0] == 1.0 and tied.sum() > 1
+    assert np.nanmin(np.where(tied, sel["mean_loss"], np.nan)) < sel["mean_loss"][0, 0]  # a loss tie-break would train
+    assert (sel["restart"], sel["epochs_"], sel["start"]) == (0, 0, "logistic")
     assert clf.best_epoch_ == sel["epochs_"] and len(clf.loss_curve_) == sel["epochs_"]
     assert QuantileClassifier(early_stopping=False, max_epochs=2).fit(X, y).selection_ is None

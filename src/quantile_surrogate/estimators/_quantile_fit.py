@@ -76,12 +76,15 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     model after each epoch count in :func:`epoch_grid` on the held-out fold, with the
     objective's exact metric and the surrogate loss. The logistic start (epoch 0 of a
     logistic restart) is a candidate; a random start's epoch 0 is not. The candidate with
-    the best mean metric over folds wins, ties going to the lower mean loss:
+    the best mean metric over folds wins; a tie goes to the logistic start, then to the lower
+    mean loss:
 
     .. math::
-        (\hat r, \hat e) = \arg\max_{r, e}\ \Big(\tfrac1K \sum_k m_k(r, e),\ -\tfrac1K \sum_k L_k(r, e)\Big)
+        (\hat r, \hat e) = \arg\max_{r, e}\ \Big(\tfrac1K \sum_k m_k(r, e),\ [e = 0],\ -\tfrac1K \sum_k L_k(r, e)\Big)
 
-    so training is kept over the logistic start only when the held-out folds say it is better.
+    so training is kept over the logistic start only when the held-out folds say it is better
+    (a trained model nearly always has the lower loss, so a loss tie-break would leave the start
+    on a tie, which held-out data does not justify).
 
     Returns a dict: ``epochs`` (the grid), ``fold_metric`` and ``fold_loss`` of shape
     (folds, n_restarts, n_epochs) (NaN where not a candidate), ``mean_metric``, ``mean_loss``,
@@ -112,7 +115,10 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
         train(factory, X_fit, y_fit, max_epochs=max_epochs, n_restarts=n_restarts, init=init, callback=record,
               **{**settings, "random_state": seed})
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
-    order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(),
+    is_start = np.zeros_like(mean_metric)
+    is_start[logistic, 0] = 1.0
+    # A tie on the held-out metric says nothing against the start, so the start wins it; then the lower loss.
+    order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(), -is_start.ravel(),
                         -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
     restart, column = np.unravel_index(order[0], mean_metric.shape)
     return dict(epochs=grid, fold_metric=metric, fold_loss=loss, mean_metric=mean_metric, mean_loss=mean_loss,
