@@ -99,7 +99,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         can land in poor minima); up to 10,000 rows, K-fold selection: stratified
         ``selection_folds``-fold cross-fitting scores every restart after 0 (logistic start
         only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out fold with the
-        objective's exact metric (ties: the lower held-out loss), and the best mean over folds
+        objective's exact metric (a tie keeps the logistic start, then the lower held-out loss), and the best mean over folds
         is trained again on every row from the same start. The logistic start as it is is one
         of the candidates, so training replaces it only when the held-out folds prefer the
         result. With ``groups``, a ``checkpoint``, or a class with fewer than
