@@ -93,7 +93,8 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_X(self, X):
         """``X`` checked against what ``fit`` saw (features, dtype), as ``_raw_scores`` expects it."""
-        return validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
+                             reset=False)
 
     # -- the steps of fit ------------------------------------------------------------------
     def _validate_training_data(self, X, y, **check):
@@ -178,7 +179,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         each row is compared with its group's threshold: ``f(x) - group_thresholds_[g(x)]``.
         """
         check_is_fitted(self, "threshold_")
-        X = self._check_X(refuse_text_columns(X, type(self).__name__))
+        X = self._check_X(X)
         scores = np.asarray(self._raw_scores(X), dtype=np.float64).reshape(-1)
         _, threshold = self._thresholds_for(groups, scores.shape[0])
         return scores - threshold

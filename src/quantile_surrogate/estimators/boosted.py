@@ -21,7 +21,7 @@ from ..losses import SURROGATES
 from ..objectives import OBJECTIVES, objective_loss, objective_metric
 from ..quantiles import QUANTILE_ESTIMATORS
 from ._boosting_backends import BACKENDS, make_backend
-from ._threshold import ThresholdedClassifier
+from ._threshold import ThresholdedClassifier, refuse_text_columns
 from .._validation import check_sample_weight
 
 __all__ = ["QuantileBoostingClassifier"]
@@ -209,7 +209,8 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
 
     # -- helpers ------------------------------------------------------------------------------
     def _check_X(self, X):
-        return validate_data(self, X, dtype=[np.float64, np.float32], reset=False, ensure_all_finite="allow-nan")
+        return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
+                             reset=False, ensure_all_finite="allow-nan")
 
     def _bandwidth(self, y01, codes):
         """``bandwidth="auto"``: ``30 / |A|`` clipped to [0.05, 0.3], ``|A|`` the smallest group's rows of A."""
