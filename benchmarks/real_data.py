@@ -1,7 +1,7 @@
 """Real tabular data: thresholded baselines against the quantile models, trees included.
 
-Every set of the development suite (``shared/data/adbench/*.npz``, read where it lies, or
-from ``--data``; nothing is copied into the package) plus Ionosphere and Housing
+Every set of the development suite (docs/datasets.md lists them; the ``.npz`` files are read from
+``--data``, by default the data folder beside a development checkout; nothing is copied into the package) plus Ionosphere and Housing
 (``quantile_surrogate.datasets``). For each set: stratified 50/50 train/test splits (seed =
 split index), two operating points, each method fitted on the training half and scored on
 the test half by the objective's exact metric (:func:`quantile_surrogate.objectives.objective_metric`

@@ -92,7 +92,7 @@ def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
 
     ``rate * n`` is rounded to 6 decimals first so float noise does not move ``K``. The
     point-estimator threshold ``q(f(X), 1 - rate)`` predicts ``ceil(rate n)`` positives,
-    hence the default; the paper's Housing table looks like ``floor`` (see NOTES.md).
+    hence the default; the paper's Housing table looks like ``floor`` (docs/paper_notes.md).
     """
     exact = round(rate * n, 6)
     if rounding == "ceil":

@@ -23,7 +23,7 @@ estimate rounded once. On the CPU the selection runs in NumPy; under ``torch.com
 on other devices) the point and kernel estimators take a torch path with no graph break
 (:mod:`quantile_surrogate._selection`).
 
-Conventions (see ``shared/paper/NOTES.md``): ``q(S, c)`` is the quantile from below, so a
+Conventions (docs/paper_notes.md): ``q(S, c)`` is the quantile from below, so a
 constraint "rate on A >= c" uses the threshold ``q(f(A), 1 - c)``; the losses in
 :mod:`quantile_surrogate.losses` do that conversion, callers of this module pass levels.
 """
@@ -144,7 +144,7 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, weight: 
     r"""Interval estimate ``qI``: the mean of the order statistics between fractions ``low`` and ``high``.
 
     ``qI(S) = mean{ s_(i) : floor(N low) < i <= floor(N high) }`` (eq. (16),
-    ``\label{eq:interval-estimator}``). Departures from the printed formula, as in NOTES.md:
+    ``\label{eq:interval-estimator}``). Departures from the printed formula (docs/paper_notes.md):
     no absolute value bars (they only make sense for non-negative scores), and the sum
     starts at ``floor(N low) + 1`` as in the proof of Lemma 2, so that it has exactly
     ``floor(N high) - floor(N low)`` terms. When that count is 0 (a narrow interval on a
@@ -212,7 +212,7 @@ def kernel_quantile(
 
     with ``i* = max{j : s_(j) = s_(i)}`` (tied scores take the largest rank among them).
 
-    Departures from the printed formula, both errata in NOTES.md: the Gaussian kernel is
+    Departures from the printed formula, both corrections in docs/paper_notes.md: the Gaussian kernel is
     the normal density ``exp(-x^2 / 2h^2) / (h sqrt(2 pi))`` (the source drops the minus
     sign), and the weights are normalised to sum to one (the printed ``1/N`` weights sum to
     about 1/2 near c = 0 or 1, shrinking the estimate towards zero).

@@ -99,7 +99,7 @@ def load_housing(*, label: str = "chas"):
 
 def cover_path(data_home: str | os.PathLike | None = None) -> Path:
     """Where ``10_cover.npz`` lives: ``data_home``, ``$QUANTILE_SURROGATE_DATA``, the source checkout's
-    ``data/cover/``, or a ``shared/data/forest_cover_odds/`` folder beside the checkout, in that order.
+    ``data/cover/`` (where the repository commits it), in that order.
     """
     candidates = []
     if data_home is not None:
@@ -107,7 +107,7 @@ def cover_path(data_home: str | os.PathLike | None = None) -> Path:
     if os.environ.get(DATA_HOME_VARIABLE):
         candidates.append(Path(os.environ[DATA_HOME_VARIABLE]))
     repo = Path(__file__).resolve().parents[3]
-    candidates += [repo / "data" / "cover", repo.parent / "shared" / "data" / "forest_cover_odds"]
+    candidates.append(repo / "data" / "cover")
     for folder in candidates:
         if (folder / "10_cover.npz").is_file():
             return folder / "10_cover.npz"

@@ -1,7 +1,7 @@
 """The paper's protocols and reported numbers (Mackey, Luo & Eban 2018, tables 1 and 2).
 
 Numbers are mean and standard deviation of P@tau over 100 random splits, copied from the
-LaTeX source (``shared/paper/NOTES.md`` lists them too). The KDD Cup 2008 figure has no
+LaTeX source; docs/paper_notes.md prints them beside the corrections the code makes. The KDD Cup 2008 figure has no
 numbers in the source; our ``cover`` experiment is a stand-in on other data.
 """
 

@@ -4,7 +4,7 @@ Protocol (section 5.1): random train/test splits (stratified by the label, so th
 training part has positives); features standardised on the training part; for every tau,
 each method is trained for that tau and evaluated by P@tau on the test part, with
 ``K = ceil(tau n_test)`` by default (``rounding="floor"`` is the paper's apparent choice at
-Housing tau = 1 %, see NOTES.md).
+Housing tau = 1 %, see docs/paper_notes.md).
 
 Regularisation is chosen per tau in one of two ways:
 

@@ -5,7 +5,7 @@ A 2-D mixture of isotropic Gaussians with p(y = 1) = 0.1
 logistic regression with its threshold moved to the recall on the training data (LR), the
 Lagrangian saddle-point method of Eban et al. 2017 (Eban), and the quantile loss of eq. (7)
 with the Gaussian kernel estimator, h = 0.05, from a random start (Q). The paper's text says
-recall 0.95 and its figure 0.9 (an erratum in NOTES.md), so both are run. The paper reports
+recall 0.95 and its figure 0.9 (see docs/paper_notes.md), so both are run. The paper reports
 precision 0.13 (LR) and 0.37 (Q) at recall 0.9.
 """
 
