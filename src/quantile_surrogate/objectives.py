@@ -18,6 +18,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from torch import nn
 
 from . import metrics
+from ._validation import check_sample_weight
 from .losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
 
 __all__ = [
@@ -216,6 +217,7 @@ def allowed_count(objective, size: int, target: float) -> int:
     predicted positive rate (``K = ceil(c n)``, as :func:`~quantile_surrogate.metrics.count_at_rate`);
     ``floor(c |A|)`` for a false positive rate that must not exceed ``c``. ``c |A|`` is rounded
     to 6 decimals first so that float noise (0.1 * 30 = 3.0000000000000004) cannot move it.
+    With frequency weights ``size`` is the weight of ``A`` (a float), and so is the count.
     """
     spec = get_objective(objective)
     exact = round(target * size, 6)
@@ -247,32 +249,40 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     which the weight of ``A`` from the top first reaches ``k`` (``v``: first exceeds it), and
     rows of weight 0 are absent; with integer weights it is the threshold of the rows repeated.
     """
-    if sample_weight is not None:
-        from ._weighted_threshold import weighted_constraint_threshold  # noqa: PLC0415 (it imports this module)
-
-        return weighted_constraint_threshold(scores, labels, objective, target, sample_weight)
-    scores = np.asarray(scores, dtype=np.float64)
     spec = get_objective(objective)
-    subset_scores = np.sort(scores[spec.subset_mask(np.asarray(labels) == 1)])[::-1]
-    size = subset_scores.size
-    if size == 0:
-        raise ValueError(f"The subset that sets the threshold for {objective!r} has no rows.")
-    k = allowed_count(spec, size, target)
+    scores = np.asarray(scores, dtype=np.float64)
+    if sample_weight is None:
+        weight = np.ones(scores.shape[0])
+    else:  # rows of weight 0 are absent
+        weight = check_sample_weight(sample_weight, scores.shape[0])
+        keep = weight > 0
+        scores, weight, labels = scores[keep], weight[keep], np.asarray(labels)[keep]
+    in_subset = spec.subset_mask(np.asarray(labels) == 1)
+    order = np.argsort(-scores[in_subset], kind="stable")
+    subset_scores, cumulative = scores[in_subset][order], np.cumsum(weight[in_subset][order])
+    if subset_scores.size == 0:
+        raise ValueError(f"The subset that sets the threshold for {objective!r} has no rows"
+                         + ("." if sample_weight is None else " of positive `sample_weight`."))
+    total = float(cumulative[-1])
+    k = allowed_count(spec, total, target)
+    slack = 1e-9 * total  # cumulative weights are sums of floats
     if spec.bound == "at_most":
-        if k >= size:
+        index = int(np.searchsorted(cumulative, k + slack, side="right"))  # the first score whose mass exceeds k
+        if index >= subset_scores.size:
             return float(np.min(scores) - 1.0)
-        v = subset_scores[k]
-        higher = scores[scores > v]
-        theta = float((v + higher.min()) / 2 if higher.size else v + 1.0)
+        boundary = subset_scores[index]
+        higher = scores[scores > boundary]
+        theta = float((boundary + higher.min()) / 2 if higher.size else boundary + 1.0)
     else:
-        u = subset_scores[k - 1]
-        lower = scores[scores < u]
-        theta = float((u + lower.max()) / 2 if lower.size else u - 1.0)
-    above = int(np.count_nonzero(subset_scores > theta))
-    if above != k:
+        boundary = subset_scores[min(int(np.searchsorted(cumulative, k - slack)), subset_scores.size - 1)]
+        lower = scores[scores < boundary]
+        theta = float((boundary + lower.max()) / 2 if lower.size else boundary - 1.0)
+    above = float(weight[in_subset][scores[in_subset] > theta].sum())
+    # Only rows tied at the boundary are the warning's subject: a single row's weight cannot be split either.
+    if abs(above - k) > slack and int(np.count_nonzero(subset_scores == boundary)) > 1:
         warnings.warn(TIED_SCORES_MESSAGE.format(
-            above=above, size=size, subset=spec.subset, achieved=above / size, target=target,
-            bound="at least" if spec.bound == "at_least" else "at most", wanted=k,
+            above=f"{above:g}", size=f"{total:g}", subset=spec.subset, achieved=above / total, target=target,
+            bound="at least" if spec.bound == "at_least" else "at most", wanted=f"{k:g}",
             policy=TIE_POLICY[spec.bound]), TiedScoresWarning, stacklevel=2)
     return theta
 
