@@ -17,6 +17,7 @@ from ..objectives import objective_loss, objective_metric, predict_scores
 from ..training import TrainingDivergedError, train
 from ..training.loop import restart_seeds
 from ..training.models import fit_logistic
+from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
 
 __all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "MIN_VALIDATION_ROWS_PER_CLASS", "WORKING_COPY_CHUNK",
@@ -137,7 +138,7 @@ class QuantileFitSteps:
         MIN_VALIDATION_ROWS_PER_CLASS rows means no split.
         """
         n = y01.shape[0]
-        strata = y01 if codes is None else y01 + 2 * codes  # an empty (class, group) cell is no constraint
+        strata = split_strata(y01, codes)  # an empty (class, group) cell is no constraint
         counts = np.bincount(strata)
         counts = counts[counts > 0] if codes is not None else np.bincount(y01, minlength=2)
         n_val = int(round(self.validation_fraction * n))

@@ -21,6 +21,7 @@ from ..losses import SURROGATES
 from ..objectives import OBJECTIVES, objective_loss, objective_metric
 from ..quantiles import QUANTILE_ESTIMATORS
 from ._boosting_backends import BACKENDS, make_backend
+from ._groups import split_strata
 from ._threshold import ThresholdedClassifier, refuse_text_columns
 from .._validation import check_sample_weight
 
@@ -241,7 +242,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         n_splits = self.validation_splits
         if n_splits == "auto":
             n_splits = 1 if n > AUTO_SINGLE_SPLIT_ROWS else 3
-        strata = y01 if codes is None else y01 + 2 * codes  # (class, group): every group keeps rows of A
+        strata = split_strata(y01, codes)  # (class, group): every group keeps rows of A
         counts = np.bincount(strata)
         n_val = int(round(self.validation_fraction * n))
         if counts[counts > 0].min() < MIN_VALIDATION_ROWS_PER_STRATUM or n_val < 2 or n - n_val < 2:

@@ -30,7 +30,7 @@ from ..guarantees import (
     recall_threshold,
 )
 from ..objectives import OBJECTIVES
-from ._groups import encode_groups
+from ._groups import encode_groups, split_strata
 from ._threshold import ThresholdedClassifier
 
 __all__ = [
@@ -208,7 +208,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         """
         strata = y
         if codes is not None:
-            cells = np.unique(y, return_inverse=True)[1].reshape(-1) * (codes.max() + 1) + codes
+            cells = split_strata(np.unique(y, return_inverse=True)[1].reshape(-1), codes)
             sizes = np.bincount(cells)
             if sizes[sizes > 0].min() >= 2:
                 strata = cells

@@ -23,13 +23,7 @@ from ..quantiles import QUANTILE_ESTIMATORS
 from ..training import train
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ._quantile_fit import (  # noqa: F401  (the constants are re-exported for existing imports)
-    AUTO_FULL_BATCH_ROWS,
-    AUTO_VALIDATION_ROWS,
-    MIN_VALIDATION_ROWS_PER_CLASS,
-    WORKING_COPY_CHUNK,
-    QuantileFitSteps,
-)
+from ._quantile_fit import AUTO_VALIDATION_ROWS, QuantileFitSteps
 from ._standardize import standardize_columns
 from ._threshold import ThresholdedClassifier
 from .._validation import check_sample_weight
