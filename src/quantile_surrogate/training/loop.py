@@ -253,6 +253,11 @@ class TrainingLoop:
                            validation_curve=best.validation_curve, best_epoch=best.best_epoch,
                            start=best.start, initial_state=best.initial_model)
 
+    def fit_logistic_start(self, model) -> None:
+        """The logistic start: penalised maximum likelihood, ``alpha = init_alpha`` or ``1 / n``."""
+        alpha = self.settings.init_alpha if self.settings.init_alpha is not None else 1 / self.data.n
+        fit_logistic(model, self.data.X, self.data.labels, alpha=alpha)
+
     def _start_run(self, restart: int, model_seed: int):
         """A new restart: a fresh model (random, logistic or given start) and optimizer, and its state."""
         settings = self.settings
@@ -261,8 +266,7 @@ class TrainingLoop:
         start = "model" if settings.init == "model" else "random"
         if settings.init == "logistic" or (settings.init == "mixed" and restart == 0):
             start = "logistic"
-            alpha = settings.init_alpha if settings.init_alpha is not None else 1 / self.data.n
-            fit_logistic(model, self.data.X, self.data.labels, alpha=alpha)
+            self.fit_logistic_start(model)
         # With validation the start's value is epoch 0's; early stopping then compares with it.
         patience = settings.n_iter_no_change if settings.early_stopping else None
         tol = 0.0 if self.validation is not None else settings.tol

@@ -10,12 +10,11 @@ The logistic start is the weighted maximum likelihood fit.
 
 from __future__ import annotations
 
-import copy
 import math
 
 import torch
 
-from .loop import TrainingLoop
+from .loop import TrainingLoop, _as_floats
 from .models import fit_logistic
 from .sampling import epoch_batches
 from ..objectives import objective_loss, training_loss
@@ -54,7 +53,7 @@ class WeightedTrainingLoop(TrainingLoop):
                                  self.weight, self.subset_weight)
         out.loss.backward()
         optimizer.step()
-        return float(out.loss.detach()), _floats(out.threshold)
+        return float(out.loss.detach()), _as_floats(out.threshold)
 
     def _minibatch_epoch(self, model, optimizer, generator):
         settings, data = self.settings, self.data
@@ -88,26 +87,10 @@ class WeightedTrainingLoop(TrainingLoop):
                 threshold = out.threshold.detach()
         if count == 0:
             raise ValueError("The training data gave no batch in an epoch; pass at least one row.")
-        return total / count, _floats(threshold)
+        return total / count, _as_floats(threshold)
 
-    def _start_run(self, restart: int, model_seed: int):
-        model, optimizer, run = super()._start_run(restart, model_seed)
-        if run.start == "logistic":  # refit the unweighted start to the weighted likelihood (convex: same optimum)
-            settings = self.settings
-            alpha = settings.init_alpha if settings.init_alpha is not None else 1 / float(self.weight.sum())
-            fit_logistic(model, self.data.X, self.data.labels, alpha=alpha,
-                         sample_weight=self.weight.to(self.data.X.dtype))
-            run.initial_model = copy.deepcopy(model.state_dict())
-            optimizer = self.new_optimizer(model)
-            if self.validation is not None:
-                value = self.validate(model)
-                run.stopping.update(value, 0)
-                run.validation_curve[-1] = value[settings.monitor == "loss"]
-                run.best_model = copy.deepcopy(model.state_dict())
-        return model, optimizer, run
-
-
-def _floats(threshold: torch.Tensor):
-    from .loop import _as_floats  # noqa: PLC0415
-
-    return _as_floats(threshold)
+    def fit_logistic_start(self, model) -> None:
+        """The weighted maximum likelihood start, ``alpha = init_alpha`` or ``1 / sum(w)``."""
+        settings = self.settings
+        alpha = settings.init_alpha if settings.init_alpha is not None else 1 / float(self.weight.sum())
+        fit_logistic(model, self.data.X, self.data.labels, alpha=alpha, sample_weight=self.weight.to(self.data.X.dtype))
