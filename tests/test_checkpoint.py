@@ -18,7 +18,7 @@ from quantile_surrogate.training.checkpoint import (
     checkpoint_seed,
     remove_stale_temporaries,
 )
-from quantile_surrogate.training.state import LoopState
+from quantile_surrogate.training._state import LoopState
 from tests.test_training import blobs, linear, params
 
 torch.set_num_threads(1)

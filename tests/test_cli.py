@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from quantile_surrogate import __version__, cli
-from quantile_surrogate.cli import _file_io, file_commands
+from quantile_surrogate.cli import _file_io
+from quantile_surrogate.cli import _file_commands as file_commands
 from quantile_surrogate.cli.model_file import load_model
 
 from ._cli import FIT, assert_one_line_error, make_frame, run, snapshot

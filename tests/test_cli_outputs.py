@@ -12,8 +12,8 @@ import os
 import pytest
 
 from quantile_surrogate import _files
-from quantile_surrogate.cli import file_commands
-from quantile_surrogate.experiments import command as reproduce_command
+from quantile_surrogate.cli import _file_commands as file_commands
+from quantile_surrogate.experiments import _command as reproduce_command
 
 from ._cli import FIT, assert_one_line_error, deny_temporary_files, full_disk, make_frame, run, snapshot
 

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 import torch
 
-from quantile_surrogate.experiments import PROTOCOLS, command, run_precision_at_k, summarise
+from quantile_surrogate.experiments import PROTOCOLS, run_precision_at_k, summarise
+from quantile_surrogate.experiments import _command as command
 from quantile_surrogate.experiments._heads import head_losses, train_linear_heads
 from quantile_surrogate.experiments.report import gap_table, markdown_table
 from quantile_surrogate.losses import precision_at_rate_loss

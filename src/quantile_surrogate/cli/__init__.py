@@ -3,8 +3,8 @@
 Each sub-command lives in the module that owns its logic and registers itself through a
 ``register(subparsers)`` function that sets ``handler`` on its parser:
 
-- ``reproduce``: :mod:`quantile_surrogate.experiments.command` (the paper's tables);
-- ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.cli.file_commands` (a user's CSV/Parquet).
+- ``reproduce``: :mod:`quantile_surrogate.experiments._command` (the paper's tables);
+- ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.cli._file_commands` (a user's CSV/Parquet).
 
 Exit status: 0 done; 1 bad data or an output that cannot be written (one line on stderr
 naming the file and the problem; nothing written); 2 a bad option (one line); 130 interrupted
@@ -22,8 +22,8 @@ import warnings
 from ._args import OneLineParser
 
 COMMAND_MODULES = (
-    "quantile_surrogate.experiments.command",
-    "quantile_surrogate.cli.file_commands",
+    "quantile_surrogate.experiments._command",
+    "quantile_surrogate.cli._file_commands",
 )
 INTERRUPTED = 130
 """128 + SIGINT, what shells report for a program stopped with Ctrl-C."""

@@ -15,7 +15,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from ..objectives import objective_loss, objective_metric, predict_scores
 from ..training import TrainingDivergedError, train
-from ..training.loop import restart_seeds
+from ..training._loop import restart_seeds
 from ..training.models import fit_logistic
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer

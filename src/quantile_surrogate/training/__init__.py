@@ -22,11 +22,11 @@ from typing import Callable
 
 import torch
 
-from .loop import TrainingDivergedError, TrainingLoop
+from ._loop import TrainingDivergedError, TrainingLoop
 from .sampling import MIN_GROUP_SUBSET_ROWS, SubsetBatchSampler
-from .state import TrainingData, TrainingSettings, TrainResult
-from .weighted import WeightedTrainingLoop
-from .streaming import LoaderTrainingLoop, check_loader, check_loader_options, is_loader
+from ._state import TrainingData, TrainingSettings, TrainResult
+from ._weighted_loop import WeightedTrainingLoop
+from ._streaming import LoaderTrainingLoop, check_loader, check_loader_options, is_loader
 from .._validation import (
     check_sample_weight,
     check_bandwidth,
@@ -127,7 +127,7 @@ def train(
         A loader (with ``y=None``) is iterated once per epoch; each batch is ``(X_b, y_b)``
         (``A_b`` from the batch) or ``((X_b, y_b), (X_a, y_a))`` with a separate minibatch of
         ``A``, as a loader with :class:`~quantile_surrogate.training.sampling.SubsetBatchSampler`
-        gives. Its rows are never held together (see :mod:`quantile_surrogate.training.streaming`
+        gives. Its rows are never held together (see :mod:`quantile_surrogate.training._streaming`
         for what that rules out: the logistic start, groups, checkpoints).
     y : Tensor of shape (n,), {0, 1} or bool; None when ``X`` is a loader
     objective : {"precision_at_recall", "precision_at_rate", "recall_at_fpr"}

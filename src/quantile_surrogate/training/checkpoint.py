@@ -1,7 +1,7 @@
 """Resumable training checkpoints for :func:`quantile_surrogate.training.train`.
 
 A checkpoint is one ``torch.save`` file holding the restart loop's whole state after an
-epoch (:class:`~quantile_surrogate.training.state.LoopState` as plain dicts, lists and
+epoch (:class:`~quantile_surrogate.training._state.LoopState` as plain dicts, lists and
 tensors): the current model, optimizer (momentum buffers), shuffling generator and global
 RNG states, the epoch and restart index, the loss curve, early-stopping state, the best
 finished restart so far, and the seed of the fit (drawn and stored when ``random_state`` is
@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from .._files import atomic_write, remove_stale_temporaries
-from .state import LoopState, TrainingSettings
+from ._state import LoopState, TrainingSettings
 
 __all__ = ["CHECKPOINT_VERSION", "checkpoint_seed", "fingerprint", "load_checkpoint", "save_checkpoint"]
 

@@ -27,7 +27,7 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from .loop import TrainingLoop
+from ._loop import TrainingLoop
 from .._validation import check_training_data
 from ..objectives import get_objective, predict_scores, subset_mask
 
@@ -127,7 +127,7 @@ def check_loader(loader, objective: str) -> LoaderData:
 
 
 class LoaderTrainingLoop(TrainingLoop):
-    """:class:`~quantile_surrogate.training.loop.TrainingLoop` over an iterable of batches (see the module docstring)."""
+    """:class:`~quantile_surrogate.training._loop.TrainingLoop` over an iterable of batches (see the module docstring)."""
 
     def epoch(self, model, optimizer, generator):
         objective = self.settings.objective

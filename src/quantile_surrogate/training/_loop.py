@@ -21,7 +21,7 @@ from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .early_stopping import EarlyStopping
 from .models import decayed_parameters, fit_logistic, reset_parameters
 from .sampling import epoch_batches
-from .state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
+from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
 from ..objectives import objective_loss, objective_metric, predict_scores, training_loss
 
 __all__ = ["TrainingDivergedError", "TrainingLoop", "draw_seed", "restart_seeds"]

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from .loop import TrainingLoop, _as_floats
+from ._loop import TrainingLoop, _as_floats
 from .models import fit_logistic
 from .sampling import epoch_batches
 from ..objectives import objective_loss, training_loss
@@ -23,7 +23,7 @@ __all__ = ["WeightedTrainingLoop"]
 
 
 class WeightedTrainingLoop(TrainingLoop):
-    """:class:`~quantile_surrogate.training.loop.TrainingLoop` with ``weight``: float tensor (n,), one per row."""
+    """:class:`~quantile_surrogate.training._loop.TrainingLoop` with ``weight``: float tensor (n,), one per row."""
 
     def __init__(self, *args, weight: torch.Tensor, **kwargs):
         super().__init__(*args, **kwargs)
