@@ -20,7 +20,9 @@ BCE step, then one step of the row (a block of steps when a step is short), and 
 row's ratio is the median over rounds of (row time / BCE time in the same round), so that
 a load change on a shared machine moves both sides of each ratio. By default the clock is
 this process's CPU time with 1 thread (``--clock cpu``): it does not count time spent
-waiting for a core. The "spread" of the targets table is the interquartile range of the
+waiting for a core. With ``--device cuda`` the data, model and steps live on the GPU and each
+block of steps is timed by CUDA events recorded on the stream around it (``--clock cuda``), so
+the ratio counts the device's time, launch gaps included, not the host's. The "spread" of the targets table is the interquartile range of the
 per-round ratios.
 
 Targets (issue 13, at n = 1e5, linear model, default ``validate_args=True``): point
@@ -32,6 +34,7 @@ Run from the repository root::
     python -m benchmarks.per_step --quick        # n = 1e5, linear model; about 1 minute
     python -m benchmarks.per_step                # n = 1e3..1e6, both models; about 15 minutes
     python -m benchmarks.per_step --sizes 1e5 --models linear mlp --out results.md
+    python -m benchmarks.per_step --device cuda --out results_cuda.md   # on a GPU machine
 """
 
 from __future__ import annotations
@@ -119,6 +122,15 @@ def make_step(model, X, loss_fn):
 
 
 def _block(step, repeats: int, clock) -> float:
+    if clock == "cuda":  # CUDA events: kernel time on the device's stream, not the host's launch time
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(repeats):
+            step()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / repeats
     start = clock()
     for _ in range(repeats):
         step()
@@ -145,7 +157,12 @@ def interleaved(steps: dict, baseline, rounds: int, clock) -> dict:
     return out
 
 
-def machine_description(threads: int) -> str:
+def machine_description(threads: int, device: str = "cpu") -> str:
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        return (f"{props.name} ({props.total_memory / 2**30:.0f} GiB, {props.multi_processor_count} SMs), "
+                f"CUDA {torch.version.cuda}, torch {torch.__version__}, numpy {np.__version__}, "
+                f"Python {platform.python_version()}")
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
         wanted = ("Model name", "CPU(s):", "Thread(s) per core", "Core(s) per socket", "L2 cache", "L3 cache")
@@ -161,10 +178,11 @@ def machine_description(threads: int) -> str:
 
 def run_block(model_kind, n, args, rng):
     torch.manual_seed(0)
-    X = torch.from_numpy(rng.standard_normal((n, FEATURES), dtype=np.float32))
-    y = torch.from_numpy(rng.random(n) < PRIOR).float()
+    device = torch.device(args.device)
+    X = torch.from_numpy(rng.standard_normal((n, FEATURES), dtype=np.float32)).to(device)
+    y = torch.from_numpy(rng.random(n) < PRIOR).float().to(device)
     labels = y.long()
-    model = make_model(model_kind)
+    model = make_model(model_kind).to(device)
     steps = {}
     for name, settings in ESTIMATORS.items():
         fn = partial(losses.precision_at_rate_loss, labels=labels, rate=RATE, **settings)
@@ -172,7 +190,7 @@ def run_block(model_kind, n, args, rng):
     for name, loss in LOSSES.items():
         steps["losses", name] = make_step(model, X, partial(loss, labels=labels))
     baseline = make_step(model, X, lambda scores: F.binary_cross_entropy_with_logits(scores, y))
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    clock = {"cpu": time.process_time, "wall": time.perf_counter, "cuda": "cuda"}[args.clock]
     return interleaved(steps, baseline, args.rounds, clock)
 
 
@@ -207,10 +225,12 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: steadier on a shared machine)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per row (default 15, --quick 9)")
     parser.add_argument(
-        "--clock", choices=["auto", "cpu", "wall"], default="auto",
+        "--clock", choices=["auto", "cpu", "wall", "cuda"], default="auto",
         help="cpu: this process's CPU time (time.process_time), which ignores time spent waiting for a "
-        "core on a shared machine; only meaningful with 1 thread. auto: cpu with 1 thread, else wall",
+        "core on a shared machine; only meaningful with 1 thread. cuda: CUDA events around each block "
+        "of steps. auto: cuda on a CUDA device, cpu with 1 thread, else wall",
     )
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (the data, model and steps live there)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the tables (markdown) to this file")
     args = parser.parse_args(argv)
@@ -218,13 +238,16 @@ def main(argv=None):
     models = args.models or (["linear"] if args.quick else ["linear", "mlp"])
     if args.rounds is None:
         args.rounds = 9 if args.quick else 15
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is available")
     if args.clock == "auto":
-        args.clock = "cpu" if args.threads == 1 else "wall"
+        args.clock = "cuda" if args.device.startswith("cuda") else ("cpu" if args.threads == 1 else "wall")
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
 
     text = ["## Benchmark 1: per-step cost relative to BCE", "",
-            machine_description(args.threads) + f", clock {args.clock}, {args.rounds} interleaved rounds"]
+            machine_description(args.threads, "cuda" if args.device.startswith("cuda") else "cpu")
+            + f", device {args.device}, clock {args.clock}, {args.rounds} interleaved rounds"]
     print("\n".join(text), flush=True)
     results = {}
     for model_kind in models:
