@@ -157,6 +157,22 @@ def _kernel_selection(values, levels, bandwidth, kernel, dtype):
     return order, host_weights(ranks, levels, bandwidth, KERNELS[kernel], dtype, point)
 
 
+def device_vector(values, dtype, device) -> torch.Tensor:
+    """A small vector of Python numbers on ``device``, without making the host wait for a GPU.
+
+    A copy from pageable host memory to a CUDA device first waits for the stream to drain (the
+    CUDA API's rule for such copies), which stalls a training step at every loss call; a copy
+    from pinned memory is asynchronous, and the caching host allocator keeps the pinned buffer
+    until the copy is done. Tensors pass through unchanged (cast to ``dtype``).
+    """
+    if isinstance(values, torch.Tensor):
+        return values.to(device=device, dtype=dtype)
+    host = torch.tensor(list(values), dtype=dtype)
+    if torch.device(device).type != "cuda" or torch.compiler.is_compiling():
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
+
+
 def normalised_weights(ranks, m, levels, bandwidth, kernel, point, valid=None):
     r"""``w_lj = K((r_j / m - c_l) / h) / sum_i K(...)`` for ascending order statistics, shape (L, n).
 
@@ -166,13 +182,13 @@ def normalised_weights(ranks, m, levels, bandwidth, kernel, point, valid=None):
     subset) puts all its weight on the point estimate's order statistic ``point[l]``
     (0-based; ints, or a tensor of shape (L,)), which also keeps NaN out of the softmax.
     """
-    levels = torch.as_tensor(levels, dtype=ranks.dtype, device=ranks.device).reshape(-1, 1)
+    levels = device_vector(levels, ranks.dtype, ranks.device).reshape(-1, 1)
     log_w = KERNELS[kernel]((ranks / m - levels) / bandwidth)
     if valid is not None:
         log_w = torch.where(valid, log_w, -math.inf)
     elif kernel == "gaussian":  # positive everywhere: the window is never empty
         return torch.softmax(log_w, dim=1)
-    point = torch.as_tensor(point, device=ranks.device).reshape(-1, 1)
+    point = device_vector(point, torch.int64, ranks.device).reshape(-1, 1)
     at_point = torch.arange(ranks.shape[-1], device=ranks.device) == point
     empty = torch.isneginf(log_w).all(dim=1, keepdim=True)
     log_w = torch.where(empty, torch.where(at_point, 0.0, -math.inf), log_w)
@@ -198,7 +214,7 @@ def torch_selection_estimates(name: str, scores: torch.Tensor, levels: Sequence[
         count = subset.sum()
         valid = torch.arange(n, device=values.device) < count
     # k = max(1, floor(round(c m, 6))) as in floor_rank, with m a tensor (float64: exact for m < 2^53).
-    levels_64 = torch.tensor(list(levels), dtype=torch.float64, device=values.device)
+    levels_64 = device_vector(levels, torch.float64, values.device)
     k = torch.floor(torch.round(levels_64 * count, decimals=6)).long()
     k = torch.minimum(k.clamp(min=1), count.clamp(min=1))
     if name == "point":
