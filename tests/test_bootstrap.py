@@ -119,9 +119,11 @@ def test_every_registered_objective_has_a_counting_rule():
         assert callable(bootstrap._count_metric(name))
 
 
-@pytest.mark.parametrize("n_resamples", [0, -5, 2.5, True, "100"])
-def test_a_bad_number_of_resamples_is_refused(n_resamples):
-    with pytest.raises(ValueError, match="`n_resamples` must be an integer >= 1"):
+@pytest.mark.parametrize("n_resamples, error", [(0, ValueError), (-5, ValueError), (2.5, TypeError),
+                                                (True, TypeError), ("100", TypeError)])
+def test_a_bad_number_of_resamples_is_refused(n_resamples, error):
+    # A value of the wrong type is a TypeError, a wrong value of the right type a ValueError.
+    with pytest.raises(error, match="`n_resamples` must be an integer >= 1"):
         bootstrap_metrics([True, False], [1.0, -1.0], "precision_at_recall", 0.5, n_resamples=n_resamples)
 
 
@@ -145,3 +147,4 @@ def test_chunked_draws_give_the_same_numbers(monkeypatch):
     whole = bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, seed=3)
     monkeypatch.setattr(bootstrap, "MAX_CELLS", 50 * 7)  # chunks of 7 resamples: the draws are one stream
     assert bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, seed=3) == whole
+

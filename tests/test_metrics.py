@@ -109,6 +109,16 @@ def test_precision_at_rate_rounding():
         M.count_at_rate(10, 0.1, "round")
 
 
+def test_predicted_positive_rate_refuses_nan_scores_and_thresholds():
+    # A NaN score compares False with the threshold: it would silently count as a negative.
+    with pytest.raises(ValueError, match="y_score"):
+        M.predicted_positive_rate([0.9, float("nan"), 0.1], 0.5)
+    with pytest.raises(ValueError, match="threshold"):
+        M.predicted_positive_rate([0.9, 0.2, 0.1], float("nan"))
+    with pytest.raises(ValueError, match="y_score"):
+        M.predicted_positive_rate([[0.9, 0.2]], 0.5)
+
+
 def test_predicted_positive_rate_on_a_subset():
     s = np.array([0.1, 0.5, 0.9, 0.7])
     assert M.predicted_positive_rate(s, 0.5) == 0.5  # strictly above

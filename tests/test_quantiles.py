@@ -308,3 +308,19 @@ def test_half_precision_matches_the_float64_reference_above_65504_rows(dtype, au
                 expected = reference(exact, level)
                 assert got.dtype == dtype, name
                 assert float(got) == pytest.approx(expected, abs=half_ulp * abs(expected) + 1e-5), (name, level)
+
+
+def test_kernel_weights_refuse_what_would_give_meaningless_weights():
+    ascending = torch.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="ascending"):
+        Q.kernel_weights(torch.tensor([2.0, 1.0, 3.0]), 0.5, 0.1)
+    with pytest.raises(ValueError, match="kernel"):
+        Q.kernel_weights(ascending, 0.5, 0.1, "triangular")
+    with pytest.raises(ValueError, match="bandwidth"):
+        Q.kernel_weights(ascending, 0.5, 0.0)
+    with pytest.raises(ValueError, match="level"):
+        Q.kernel_weights(ascending, 1.5, 0.1)
+    with pytest.raises(ValueError, match="NaN|finite"):
+        Q.kernel_weights(torch.tensor([1.0, float("nan")]), 0.5, 0.1)
+    with pytest.raises(TypeError):
+        Q.kernel_weights([1.0, 2.0], 0.5, 0.1)

@@ -32,10 +32,10 @@ from .losses import SURROGATES
 from .objectives import get_objective, objective_loss
 from .quantiles import resolve_quantile
 
+# SURROGATE_CURVATURES is a detail of the Hessian (documented in objective_gradient_hessian), not in __all__.
 __all__ = [
     "BoostingObjective",
     "GradientHessian",
-    "SURROGATE_CURVATURES",
     "lightgbm_objective",
     "xgboost_objective",
     "objective_gradient_hessian",
@@ -54,13 +54,9 @@ def _hinge_curvature(z: torch.Tensor) -> torch.Tensor:
     return torch.full_like(z, 0.25)
 
 
+#: ``l''(z)`` of each surrogate of :data:`~quantile_surrogate.losses.SURROGATES` as used in the Hessian.
 SURROGATE_CURVATURES = {"logistic": _logistic_curvature, "hinge": _hinge_curvature}
-"""``l''(z)`` of each surrogate of :data:`~quantile_surrogate.losses.SURROGATES` as used in the Hessian."""
 
-UNSUPPORTED_WEIGHT_MESSAGE = (
-    "Sample weights are not supported by the quantile boosting objective (the threshold is a quantile "
-    "of unweighted scores); fit without `sample_weight` / Dataset weights."
-)
 NONFINITE_SCORES_MESSAGE = (
     "The boosting scores contain NaN or inf ({count} of {total}); training diverged. Lower the learning "
     "rate or raise `min_hessian`."
@@ -72,16 +68,33 @@ EMPTY_SUBSET_MESSAGE = (
 
 
 class GradientHessian(NamedTuple):
-    """What a boosting round needs: the loss value and one gradient and Hessian entry per row."""
+    """What a boosting round needs: the loss value and one gradient and Hessian entry per row.
+
+    A named tuple of its four fields, in this order, returned by :func:`objective_gradient_hessian`.
+
+    Attributes
+    ----------
+    loss : float
+        The summed loss ``L(F)`` (plus the log-loss term).
+    grad : ndarray of shape (n,)
+        ``dL/dF``, float64.
+    hess : ndarray of shape (n,)
+        The diagonal curvature of :func:`objective_gradient_hessian`, float64, ``>= min_hessian``.
+    threshold : ndarray
+        The quantile threshold(s) used, shape () or (G,) with groups.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.boosting import objective_gradient_hessian
+    >>> out = objective_gradient_hessian([0.0, 2.0, 0.0], [1, 1, 0], target=0.5, quantile="point")
+    >>> out.grad.shape, out.hess.shape, float(out.threshold)
+    ((3,), (3,), 0.0)
+    """
 
     loss: float
-    """The summed loss ``L(F)`` (plus the log-loss term), a float."""
     grad: np.ndarray
-    """``dL/dF``, float64 of shape (n,)."""
     hess: np.ndarray
-    """The diagonal curvature of :func:`objective_gradient_hessian`, float64 of shape (n,), ``>= min_hessian``."""
     threshold: np.ndarray
-    """The quantile threshold(s) used, shape () or (G,) with groups."""
 
 
 def _check_scores_labels(scores, labels):
@@ -136,7 +149,7 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
     the Gauss-Newton one (a learning rate <= 1/2 cannot overshoot its quadratic model).
     For a window row of ``A`` the step ``S_g w_j / (T_g w_j) = S_g / T_g`` does not depend on
     how thinly the kernel spreads its weight. ``d`` is ``sigmoid(z) sigmoid(-z)`` for the
-    logistic surrogate and ``1/4`` for the hinge (:data:`SURROGATE_CURVATURES`).
+    logistic surrogate and ``1/4`` for the hinge (``SURROGATE_CURVATURES``).
 
     Parameters
     ----------
@@ -156,7 +169,6 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
         ``mu``: adds ``mu`` times the summed log loss ``sum log(1 + e^{-y± F})`` to ``L``.
     min_hessian : float > 0, default=1e-6
         The floor of ``hess``.
-
     sample_weight : array of shape (n,), optional
         Frequency weights ``v_i >= 0``: ``L = sum_{i in P} v_i l(z_i)`` (plus ``v_i`` times the
         log-loss term) with the weighted quantile threshold of
@@ -166,7 +178,20 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
 
     Returns
     -------
-    :class:`GradientHessian` ``(loss, grad, hess, threshold)``, float64.
+    GradientHessian
+        ``(loss, grad, hess, threshold)``, float64.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` and ``labels`` differ in length, a score is NaN or inf (training
+        diverged), a label is not binary, the objective or ``form`` is unknown, no row (or no
+        weight) is in the subset ``A``, or ``sample_weight`` is invalid.
+
+    See Also
+    --------
+    lightgbm_objective, xgboost_objective : The same maths as a custom objective.
+    quantile_surrogate.objectives.objective_loss : The loss differentiated here.
 
     Notes
     -----
@@ -181,6 +206,7 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
     ``log 2`` and pulls with ``sigmoid(0) = 1/2``; the threshold passes ``-1/2`` to the
     positive that sets it:
 
+    >>> from quantile_surrogate.boosting import objective_gradient_hessian
     >>> out = objective_gradient_hessian([0.0, 2.0, 0.0], [1, 1, 0], target=0.5, quantile="point")
     >>> round(out.loss, 4), out.grad.tolist(), out.hess.tolist()
     (0.6931, [-0.5, 0.0, 0.5], [0.25, 1e-06, 0.25])
@@ -252,9 +278,50 @@ class BoostingObjective:
 
     Called as ``fn(preds, dataset)`` (``lgb.train``: a ``lightgbm.Dataset``; ``xgb.train``:
     an ``xgboost.DMatrix``) or ``fn(y_true, y_pred, sample_weight=None)`` (``LGBMClassifier``,
-    ``XGBClassifier``); returns ``(grad, hess)`` shaped like the predictions. The settings are
-    those of :func:`objective_gradient_hessian`. ``groups`` (codes, one per training row in
-    the training set's order) fixes the groups of the rows the library passes.
+    ``XGBClassifier``); returns ``(grad, hess)`` shaped like the predictions. The library's
+    row weights, if any and not all 1, become frequency weights of the loss. Build it with
+    the factories, which check the settings; a frozen dataclass, so it pickles with the model.
+
+    Parameters
+    ----------
+    objective : str, default="precision_at_recall"
+        A name in :data:`~quantile_surrogate.objectives.OBJECTIVES`.
+    target : float in (0, 1), default=0.9
+        The recall, rate or FPR.
+    form : {"fp", "tp"}, default="fp"
+        The form of ``precision_at_rate`` (eq. (9) or (10)).
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or a callable.
+    bandwidth : float > 0, default=0.05
+        The kernel bandwidth ``h``.
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step.
+    groups : array of int of shape (n,), optional
+        Group codes ``0..G-1``, one per training row in the training set's order: one
+        threshold per group.
+    logloss_weight : float >= 0, default=0.0
+        Weight ``mu`` of an added log loss (0 is the pure quantile loss).
+    min_hessian : float > 0, default=1e-6
+        The floor of the Hessian.
+
+    Attributes
+    ----------
+    objective, target, form, quantile, bandwidth, surrogate, groups, logloss_weight, min_hessian
+        As in Parameters (checked by the factories).
+
+    See Also
+    --------
+    objective_gradient_hessian : The maths of each call.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.boosting import lightgbm_objective
+    >>> fn = lightgbm_objective("recall_at_fpr", target=0.1)
+    >>> fn.objective, fn.target, fn.quantile
+    ('recall_at_fpr', 0.1, 'kernel')
+    >>> out = fn.gradient_hessian([0.5, -0.5, 0.0], [1, 0, 0])  # the GradientHessian of one round
+    >>> out.grad.shape
+    (3,)
     """
 
     objective: str = "precision_at_recall"
@@ -279,6 +346,7 @@ class BoostingObjective:
             logloss_weight=self.logloss_weight, min_hessian=self.min_hessian, sample_weight=sample_weight)
 
     def __call__(self, first, second, sample_weight=None):
+        """``(grad, hess)`` for ``(preds, dataset)`` (``lgb.train``, ``xgb.train``) or ``(y_true, y_pred[, weight])``."""
         if hasattr(second, "get_label"):  # lgb.train / xgb.train: (preds, Dataset or DMatrix)
             preds = first
             labels, sample_weight = _dataset_labels_and_weights(second)
@@ -317,14 +385,90 @@ def _build(objective, target, form, quantile, bandwidth, surrogate, groups, logl
 def lightgbm_objective(objective="precision_at_recall", target=0.9, *, form="fp", quantile="kernel",
                        bandwidth=0.05, surrogate="logistic", groups=None, logloss_weight=0.0,
                        min_hessian=1e-6) -> BoostingObjective:
-    """A LightGBM custom objective for ``objective`` at ``target`` (see :func:`objective_gradient_hessian`).
+    r"""A LightGBM custom objective for ``objective`` at ``target``.
 
     Pass it as ``lgb.train(params={"objective": fn, ...})`` or ``LGBMClassifier(objective=fn)``.
     With a custom objective LightGBM returns raw margins: use ``predict(..., raw_score=True)``
     and threshold them yourself (e.g. with :func:`~quantile_surrogate.objectives.constraint_threshold`),
     or use :class:`~quantile_surrogate.estimators.QuantileBoostingClassifier`, which does. To start
     from a log-loss model pass its margins as ``init_score`` or the model as ``init_model``.
-    Arguments are checked here (``ValueError``/``TypeError`` naming the argument).
+    Arguments are checked here, not mid-training.
+
+    Parameters
+    ----------
+    objective : str, default="precision_at_recall"
+        A name in :data:`~quantile_surrogate.objectives.OBJECTIVES`.
+    target : float in (0, 1) or None, default=0.9
+        The recall, rate or FPR; None is the objective's ``default_target``.
+    form : {"fp", "tp"}, default="fp"
+        The form of ``precision_at_rate`` (eq. (9) or (10)).
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or a callable.
+    bandwidth : float > 0, default=0.05
+        The kernel bandwidth ``h``.
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step.
+    groups : array of int of shape (n,), optional
+        Group codes ``0..G-1``, one per training row in the training set's order: one
+        threshold per group.
+    logloss_weight : float >= 0, default=0.0
+        Weight ``mu`` of an added log loss (0 is the pure quantile loss).
+    min_hessian : float > 0, default=1e-6
+        The floor of the Hessian.
+
+    Returns
+    -------
+    BoostingObjective
+        Callable as ``fn(preds, dataset)`` or ``fn(y_true, y_pred, sample_weight=None)``,
+        returning ``(grad, hess)``.
+
+    Raises
+    ------
+    TypeError
+        If ``target``, ``bandwidth``, ``logloss_weight`` or ``min_hessian`` is not a real
+        number, or ``quantile`` is neither a name nor callable.
+    ValueError
+        If the objective, ``form``, ``quantile`` or ``surrogate`` is unknown, ``target`` is not
+        strictly between 0 and 1, ``bandwidth`` or ``min_hessian`` is not > 0,
+        ``logloss_weight`` is negative, or ``groups`` is not 1-D of codes >= 0.
+
+    See Also
+    --------
+    xgboost_objective : The same for XGBoost.
+    objective_gradient_hessian : The maths.
+
+    Notes
+    -----
+    Each round gets the gradient and a positive diagonal Hessian of
+
+    .. math::
+        L(F) = \sum_{i \in P} l\big(\pm(F_i - \theta(F))\big), \qquad \theta = \hat q(F_A, 1 - c),
+
+    the objective's loss (eq. (7), (9)/(10) or the Neyman-Pearson form) summed over its
+    penalised rows, through the threshold (:func:`objective_gradient_hessian`).
+
+    Examples
+    --------
+    The objective as the scikit-learn wrappers call it, ``fn(y_true, y_pred)``:
+
+    >>> from quantile_surrogate.boosting import lightgbm_objective
+    >>> fn = lightgbm_objective("precision_at_recall", target=0.5, quantile="point")
+    >>> grad, hess = fn([1, 1, 0], [0.0, 2.0, 0.0])
+    >>> grad.tolist(), hess.tolist()
+    ([-0.5, 0.0, 0.5], [0.25, 1e-06, 0.25])
+
+    Training a booster (needs the ``boost`` extra):
+
+    >>> import lightgbm as lgb
+    >>> import numpy as np
+    >>> from quantile_surrogate.metrics import precision_at_recall
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 3)); y = (X[:, 0] + rng.normal(size=300) > 1).astype(int)
+    >>> params = {"objective": lightgbm_objective(target=0.8), "verbose": -1, "num_threads": 1}
+    >>> booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=10)
+    >>> margins = booster.predict(X, raw_score=True)
+    >>> bool(precision_at_recall(y, margins, 0.8) > y.mean())  # better than flagging every row
+    True
     """
     return _build(objective, target, form, quantile, bandwidth, surrogate, groups, logloss_weight, min_hessian)
 
@@ -332,10 +476,77 @@ def lightgbm_objective(objective="precision_at_recall", target=0.9, *, form="fp"
 def xgboost_objective(objective="precision_at_recall", target=0.9, *, form="fp", quantile="kernel",
                       bandwidth=0.05, surrogate="logistic", groups=None, logloss_weight=0.0,
                       min_hessian=1e-6) -> BoostingObjective:
-    """An XGBoost custom objective, for ``xgb.train(params, dtrain, obj=fn)`` or ``XGBClassifier(objective=fn)``.
+    r"""An XGBoost custom objective, for ``xgb.train(params, dtrain, obj=fn)`` or ``XGBClassifier(objective=fn)``.
 
     The same maths as :func:`lightgbm_objective`. XGBoost passes margins to a custom
     objective; predict with ``output_margin=True``. Start from a log-loss model with
-    ``base_margin=`` or ``xgb_model=``.
+    ``base_margin=`` or ``xgb_model=``. Arguments are checked here, not mid-training.
+
+    Parameters
+    ----------
+    objective : str, default="precision_at_recall"
+        A name in :data:`~quantile_surrogate.objectives.OBJECTIVES`.
+    target : float in (0, 1) or None, default=0.9
+        The recall, rate or FPR; None is the objective's ``default_target``.
+    form : {"fp", "tp"}, default="fp"
+        The form of ``precision_at_rate`` (eq. (9) or (10)).
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or a callable.
+    bandwidth : float > 0, default=0.05
+        The kernel bandwidth ``h``.
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step.
+    groups : array of int of shape (n,), optional
+        Group codes ``0..G-1``, one per training row in the training set's order: one
+        threshold per group.
+    logloss_weight : float >= 0, default=0.0
+        Weight ``mu`` of an added log loss (0 is the pure quantile loss).
+    min_hessian : float > 0, default=1e-6
+        The floor of the Hessian.
+
+    Returns
+    -------
+    BoostingObjective
+        Callable as ``fn(preds, dataset)`` or ``fn(y_true, y_pred, sample_weight=None)``,
+        returning ``(grad, hess)``.
+
+    Raises
+    ------
+    TypeError
+        If ``target``, ``bandwidth``, ``logloss_weight`` or ``min_hessian`` is not a real
+        number, or ``quantile`` is neither a name nor callable.
+    ValueError
+        If the objective, ``form``, ``quantile`` or ``surrogate`` is unknown, ``target`` is not
+        strictly between 0 and 1, ``bandwidth`` or ``min_hessian`` is not > 0,
+        ``logloss_weight`` is negative, or ``groups`` is not 1-D of codes >= 0.
+
+    See Also
+    --------
+    lightgbm_objective : The same for LightGBM.
+    objective_gradient_hessian : The maths.
+
+    Notes
+    -----
+    Each round gets the gradient and a positive diagonal Hessian of
+
+    .. math::
+        L(F) = \sum_{i \in P} l\big(\pm(F_i - \theta(F))\big), \qquad \theta = \hat q(F_A, 1 - c),
+
+    the objective's loss (eq. (7), (9)/(10) or the Neyman-Pearson form) summed over its
+    penalised rows, through the threshold (:func:`objective_gradient_hessian`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xgboost as xgb
+    >>> from quantile_surrogate.boosting import xgboost_objective
+    >>> from quantile_surrogate.metrics import precision_at_recall
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 3)); y = (X[:, 0] + rng.normal(size=300) > 1).astype(int)
+    >>> fn = xgboost_objective("precision_at_recall", target=0.8)
+    >>> booster = xgb.train({"max_depth": 3, "nthread": 1}, xgb.DMatrix(X, label=y), num_boost_round=10, obj=fn)
+    >>> margins = booster.predict(xgb.DMatrix(X), output_margin=True)
+    >>> bool(precision_at_recall(y, margins, 0.8) > y.mean())
+    True
     """
     return _build(objective, target, form, quantile, bandwidth, surrogate, groups, logloss_weight, min_hessian)

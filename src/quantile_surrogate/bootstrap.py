@@ -26,13 +26,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import metrics
+from ._validation import check_integer
 from .objectives import get_objective
 
-__all__ = ["SortedScores", "metrics_from_counts", "bootstrap_metrics", "REPORTED_METRICS"]
+# SortedScores and metrics_from_counts are the counting machinery of bootstrap_metrics (tested
+# directly): importable from here, but not the public surface.
+__all__ = ["bootstrap_metrics", "REPORTED_METRICS"]
 
+#: The names of the first three rows of :func:`bootstrap_metrics` (precision, recall and predicted
+#: positive rate at ``score > 0``); the fourth row is the objective's metric.
 REPORTED_METRICS = ("precision at the deployed threshold", "recall at the deployed threshold",
                     "predicted positive rate at the deployed threshold")
-"""The first three rows of :func:`bootstrap_metrics`; the fourth is the objective's metric."""
 
 TOLERANCE = 1e-12
 """Slack on the constraint, as :func:`~quantile_surrogate.metrics.precision_at_recall` uses."""
@@ -42,10 +46,30 @@ MAX_CELLS = 2_000_000
 
 
 class SortedScores:
-    """Rows sorted by decreasing score (stable), with the last index of each group of tied scores.
+    """Rows sorted by decreasing score (stable), with the last index of each group of tied scores (internal).
 
-    Attributes: ``order`` (the permutation), ``score`` and ``positive`` in that order, ``ends``
-    (True at the last row of each tie group) and ``flagged`` (``score > 0``, the deployed threshold).
+    Parameters
+    ----------
+    positive : array-like of bool of shape (n,)
+        True on the positive rows.
+    score : array-like of shape (n,)
+        Finite scores; the deployed threshold is ``score > 0``.
+
+    Attributes
+    ----------
+    order : ndarray of int
+        The permutation that sorts the rows.
+    score, positive : ndarray
+        In that order.
+    ends : ndarray of bool
+        True at the last row of each tie group.
+    flagged : ndarray of bool
+        ``score > 0``, the deployed threshold.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not 1-D, non-empty and of one length, or a score is NaN or inf.
     """
 
     def __init__(self, positive, score):
@@ -102,12 +126,24 @@ def _count_metric(objective):
 
 
 def metrics_from_counts(data: SortedScores, counts, objective, target: float) -> np.ndarray:
-    """The four reported metrics of resamples given as row counts, shape (B, 4).
+    """The four reported metrics of resamples given as row counts, shape (B, 4) (internal).
 
-    ``counts`` has shape (B, n): how often each row (in ``data``'s sorted order) is in each
-    resample. Columns: precision, recall and predicted positive rate at ``score > 0``, and the
-    objective's metric at ``target``. A resample without a predicted positive has precision NaN;
-    one without a positive (or negative) row gives NaN or inf where a rate is undefined.
+    Parameters
+    ----------
+    data : SortedScores
+        The rows, sorted once.
+    counts : array-like of shape (B, n)
+        How often each row (in ``data``'s sorted order) is in each resample.
+    objective : str or Objective
+    target : float
+
+    Returns
+    -------
+    ndarray of shape (B, 4)
+        Columns: precision, recall and predicted positive rate at ``score > 0``, and the
+        objective's metric at ``target``. A resample without a predicted positive has
+        precision NaN; one without a positive (or negative) row gives NaN or inf where a rate
+        is undefined.
     """
     counts = np.asarray(counts, dtype=np.float64)
     metric = _count_metric(objective)
@@ -129,11 +165,24 @@ def _resample_counts(rng, n: int, size: int, order) -> np.ndarray:
 
 
 def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples: int = 1000, seed: int = 0):
-    """Point values and 95 % percentile-bootstrap intervals of the four reported metrics.
+    r"""Point values and 95 % percentile-bootstrap intervals of the four reported metrics.
 
-    Rows are resampled with replacement ``n_resamples`` times (``numpy.random.default_rng(seed)``);
-    resamples with a single class are skipped (recall and the objective are undefined there),
-    and a resample with no predicted positive has no precision (left out of that interval).
+    Parameters
+    ----------
+    positive : array-like of bool of shape (n,)
+        True on the positive rows.
+    score : array-like of shape (n,)
+        Finite scores relative to the deployed threshold: a row is flagged iff ``score > 0``
+        (pass ``decision_function`` values, or scores minus the threshold).
+    objective : str or Objective
+        A key of :data:`~quantile_surrogate.objectives.OBJECTIVES`: the fourth row is its
+        exact metric at ``target``.
+    target : float
+        The objective's recall, predicted positive rate or false positive rate.
+    n_resamples : int >= 1, default=1000
+        How many bootstrap resamples to draw.
+    seed : int, default=0
+        Seed of ``numpy.random.default_rng``.
 
     Returns
     -------
@@ -143,16 +192,51 @@ def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples:
     n_used : int
         Resamples that had both classes.
 
+    Raises
+    ------
+    ValueError
+        If ``n_resamples`` is not an integer >= 1, the objective is unknown, or the arrays are
+        not 1-D, non-empty and of one length, or a score is NaN or inf.
+
+    See Also
+    --------
+    quantile_surrogate.metrics : The metrics, on explicitly resampled arrays.
+
+    Notes
+    -----
+    Rows are resampled with replacement ``n_resamples`` times; resamples with a single class
+    are skipped (recall and the objective are undefined there), and a resample with no
+    predicted positive has no precision (left out of that interval). A resample is a vector of
+    multiplicities :math:`w_i`, :math:`\sum_i w_i = n`; with the rows sorted once by decreasing
+    score, the counts at the last row :math:`e_j` of each tie group,
+
+    .. math::
+        TP_j = \sum_{i \le e_j} w_i [y_i = 1], \qquad FP_j = \sum_{i \le e_j} w_i [y_i = 0],
+
+    give every threshold's confusion counts of every resample in one cumulative sum, from
+    which the metrics are read by the rule of the objective (see the module docstring).
+    The values equal those of :mod:`quantile_surrogate.metrics` on the resampled arrays.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from quantile_surrogate.bootstrap import bootstrap_metrics
     >>> positive = np.array([True, True, False, False])
     >>> rows, used = bootstrap_metrics(positive, np.array([2.0, 1.0, -1.0, -2.0]), "precision_at_recall", 0.5,
     ...                                n_resamples=20)
     >>> [(name.split(" at ")[0], value, low, high) for name, value, low, high in rows][:2]
     [('precision', 1.0, 1.0, 1.0), ('recall', 1.0, 1.0, 1.0)]
+
+    On noisier scores each interval brackets its point value:
+
+    >>> rng = np.random.default_rng(0)
+    >>> positive = rng.random(200) < 0.3
+    >>> rows, used = bootstrap_metrics(positive, positive + rng.normal(size=200) - 0.8, "precision_at_recall", 0.8,
+    ...                                n_resamples=200)
+    >>> [(round(value, 3), bool(low <= value <= high)) for _, value, low, high in rows], used
+    ([(0.474, True), (0.509, True), (0.285, True), (0.478, True)], 200)
     """
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"`n_resamples` must be an integer >= 1; got {n_resamples!r}.")
+    n_resamples = check_integer(n_resamples, "n_resamples", minimum=1)
     spec = get_objective(objective)
     data = SortedScores(positive, score)
     n = data.score.size

@@ -47,9 +47,9 @@ __all__ = [
     "rate_threshold",
     "guaranteed_rank",
     "min_calibration_size",
-    "BOUNDS",
 ]
 
+# The values of `bound=` in rate_threshold (estimators.calibration validates with it): plumbing, not in __all__.
 BOUNDS = ("upper", "lower")
 
 DELTA_MESSAGE = (
@@ -102,19 +102,53 @@ def _rank(n: int, tail: float, delta: float) -> int:
 
 
 def min_calibration_size(tail: float, delta: float = 0.05) -> int:
-    r"""The fewest held-out rows for which :func:`guaranteed_rank` exists: ``ceil(ln delta / ln(1 - tail))``.
+    r"""The fewest held-out rows for which :func:`guaranteed_rank` exists.
 
+    Parameters
+    ----------
+    tail : float in (0, 1)
+        The population fraction allowed on the wrong side of the threshold: ``1 - target``
+        for recall (and the "lower" rate bound), ``target`` for FPR (and the "upper" rate
+        bound).
+    delta : float in (0, 1), default=0.05
+        Allowed failure probability.
+
+    Returns
+    -------
+    int
+        The smallest ``n`` with ``(1 - tail)^n <= delta``.
+
+    Raises
+    ------
+    TypeError
+        If ``tail`` or ``delta`` is not a number.
+    ValueError
+        If ``tail`` or ``delta`` is not strictly between 0 and 1.
+
+    See Also
+    --------
+    guaranteed_rank : The rank itself, once there are enough rows.
+
+    Notes
+    -----
     Rank 1 (the most conservative threshold, the extreme score) works iff
-    ``P(Binomial(n, tail) >= 1) = 1 - (1 - tail)^n >= 1 - delta``, i.e. ``(1 - tail)^n <= delta``.
+    ``P(Binomial(n, tail) >= 1) >= 1 - delta``:
 
-    ``tail`` is ``1 - target`` for recall (and the "lower" rate bound), ``target`` for FPR
-    (and the "upper" rate bound). Recall 0.95 at delta 0.05 needs 59 positives; FPR 0.01 at
-    delta 0.05 needs 299 negatives.
+    .. math::
+        1 - (1 - \text{tail})^n \ge 1 - \delta
+        \iff n \ge \left\lceil \frac{\ln \delta}{\ln(1 - \text{tail})} \right\rceil,
+
+    computed from the logarithms and then corrected by checking the powers (the float ratio
+    can land one off). Recall 0.95 at delta 0.05 needs 59 positives; FPR 0.01 at delta 0.05
+    needs 299 negatives.
 
     Examples
     --------
+    >>> from quantile_surrogate.guarantees import min_calibration_size
     >>> min_calibration_size(0.05, 0.05)  # 0.95 ** 59 = 0.0485 <= 0.05 < 0.95 ** 58
     59
+    >>> min_calibration_size(0.01, 0.05)
+    299
     """
     tail = check_target(tail, "tail")
     delta = _check_delta(delta)
@@ -142,12 +176,20 @@ def guaranteed_rank(n: int, tail: float, delta: float = 0.05) -> int:
 
     Returns
     -------
-    int in 1..n
+    int
+        ``k`` in ``1..n``.
 
     Raises
     ------
+    TypeError
+        If ``n`` is not an int, or ``tail`` or ``delta`` not a number.
     ValueError
-        If ``n < min_calibration_size(tail, delta)``: no order statistic gives the guarantee.
+        If ``tail`` or ``delta`` is not strictly between 0 and 1, or
+        ``n < min_calibration_size(tail, delta)``: no order statistic gives the guarantee.
+
+    See Also
+    --------
+    recall_threshold, fpr_threshold, rate_threshold : The thresholds at this rank.
 
     Notes
     -----
@@ -188,6 +230,7 @@ def guaranteed_rank(n: int, tail: float, delta: float = 0.05) -> int:
 
     Examples
     --------
+    >>> from quantile_surrogate.guarantees import guaranteed_rank
     >>> guaranteed_rank(100, 0.05, 0.05)  # P(Bin(100, .05) >= 2) = 0.963, >= 3: 0.882
     2
     """
@@ -245,11 +288,32 @@ def recall_threshold(scores_pos, target: float, delta: float = 0.05) -> float:
 
     Raises
     ------
+    TypeError
+        If ``scores_pos`` is not numeric, or ``target`` or ``delta`` not a number.
     ValueError
-        With fewer than ``min_calibration_size(1 - target, delta)`` positives.
+        If ``scores_pos`` is empty, not 1-D or holds NaN or inf; if ``target`` or ``delta`` is
+        not strictly between 0 and 1; with fewer than ``min_calibration_size(1 - target, delta)``
+        positives.
+
+    See Also
+    --------
+    guaranteed_rank : The rank and its derivation.
+    quantile_surrogate.estimators.calibration.calibrate_threshold : The same for a fitted estimator.
+
+    Notes
+    -----
+    With :math:`S_{(1)} \le \dots \le S_{(n)}` the held-out positives' scores,
+
+    .. math::
+        t = S_{(k)}^-, \qquad k = \max\{k : P(\text{Binomial}(n, 1 - c) \ge k) \ge 1 - \delta\},
+
+    and :math:`P(\text{recall} \ge c) \ge 1 - \delta` over the draw of the held-out set
+    (exactly, for continuous scores).
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from quantile_surrogate.guarantees import recall_threshold
     >>> s = np.arange(1.0, 101.0)  # 100 positives scored 1..100; k = 2
     >>> t = recall_threshold(s, 0.95, 0.05)
     >>> bool(t < 2.0 and np.nextafter(t, 3.0) == 2.0)
@@ -274,14 +338,39 @@ def fpr_threshold(scores_neg, target: float, delta: float = 0.05) -> float:
     target : float in (0, 1)
         The FPR not to exceed.
     delta : float in (0, 1), default=0.05
+        Allowed failure probability.
 
     Returns
     -------
     float
         Predict positive iff ``score > t``.
 
+    Raises
+    ------
+    TypeError
+        If ``scores_neg`` is not numeric, or ``target`` or ``delta`` not a number.
+    ValueError
+        If ``scores_neg`` is empty, not 1-D or holds NaN or inf; if ``target`` or ``delta`` is
+        not strictly between 0 and 1; with fewer than ``min_calibration_size(target, delta)``
+        negatives.
+
+    See Also
+    --------
+    guaranteed_rank : The rank and its derivation.
+
+    Notes
+    -----
+    With :math:`T_{(1)} \le \dots \le T_{(m)}` the held-out negatives' scores,
+
+    .. math::
+        t = T_{(m - j + 1)}^+, \qquad j = \max\{j : P(\text{Binomial}(m, \alpha) \ge j) \ge 1 - \delta\},
+
+    and :math:`P(\text{FPR} \le \alpha) \ge 1 - \delta` over the draw of the held-out set.
+
     Examples
     --------
+    >>> import numpy as np
+    >>> from quantile_surrogate.guarantees import fpr_threshold
     >>> s = np.arange(1.0, 101.0)  # 100 negatives; FPR 0.05 -> j = 2, the 2nd largest is 99
     >>> t = fpr_threshold(s, 0.05, 0.05)
     >>> bool(t > 99.0 and np.nextafter(t, 0.0) == 99.0)
@@ -307,13 +396,53 @@ def rate_threshold(scores, target: float, delta: float = 0.05, *, bound: str = "
     scores : array-like of shape (n,)
         Scores of all held-out rows (labels are not needed).
     target : float in (0, 1)
+        The predicted positive rate.
     delta : float in (0, 1), default=0.05
+        Allowed failure probability.
     bound : {"upper", "lower"}, default="upper"
+        Guarantee rate <= target ("upper") or rate >= target ("lower").
 
     Returns
     -------
     float
         Predict positive iff ``score > t``.
+
+    Raises
+    ------
+    TypeError
+        If ``scores`` is not numeric, or ``target`` or ``delta`` not a number.
+    ValueError
+        If ``scores`` is empty, not 1-D or holds NaN or inf; if ``target`` or ``delta`` is not
+        strictly between 0 and 1; if ``bound`` is neither "upper" nor "lower"; with fewer rows
+        than :func:`min_calibration_size` asks for.
+
+    See Also
+    --------
+    fpr_threshold, recall_threshold : The two bounds, on a subset of rows.
+    quantile_surrogate.metrics.predicted_positive_rate : The rate on a given set.
+
+    Notes
+    -----
+    The predicted positive rate :math:`r_X(f, t)` (Definition 3.1) is the FPR computed on all
+    rows, or the recall computed on all rows, so
+
+    .. math::
+        P\big(r_X(f, t) \le \tau\big) \ge 1 - \delta \ \text{("upper")}, \qquad
+        P\big(r_X(f, t) \ge \tau\big) \ge 1 - \delta \ \text{("lower")},
+
+    with the ranks of :func:`fpr_threshold` and :func:`recall_threshold` on ``n`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from quantile_surrogate.guarantees import rate_threshold
+    >>> s = np.arange(1.0, 101.0)  # 100 held-out rows
+    >>> t = rate_threshold(s, 0.05, 0.05)  # at most 5 %: just above the 2nd largest, 99
+    >>> float((s > t).mean())
+    0.01
+    >>> t = rate_threshold(s, 0.05, 0.05, bound="lower")  # at least 5 %: a margin the other way
+    >>> float((s > t).mean())
+    0.1
     """
     values = _check_scores(scores, "scores")
     target = check_target(target, "target")

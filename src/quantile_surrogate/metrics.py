@@ -62,15 +62,55 @@ def _weights(sample_weight, n: int):
 
 
 def precision_at_recall(y_true, y_score, recall: float, *, sample_weight=None) -> float:
-    """The highest precision over thresholds whose recall is at least ``recall``.
+    r"""The highest precision over thresholds whose recall is at least ``recall``.
 
-    Read off ``sklearn.metrics.precision_recall_curve``, so tied scores are one threshold
-    (all of them are predicted positive together). Without a positive in ``y_true`` the
-    recall is undefined: NaN, with an ``UndefinedMetricWarning``. With ``sample_weight``
-    precision and recall are weighted sums of true and false positives (sklearn's curve).
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: {0, 1}, bool, or {-1, 1}; 1 (True) is positive.
+    y_score : array-like of shape (n,)
+        Finite scores, higher is more positive (any monotone scale: margins or probabilities).
+    recall : float in (0, 1)
+        The recall to reach.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero: an integer weight counts a row that many
+        times, 0 drops it.
+
+    Returns
+    -------
+    float
+        The precision, or NaN (with an ``UndefinedMetricWarning``) when ``y_true`` has no
+        positive, so that recall is 0/0.
+
+    Raises
+    ------
+    TypeError
+        If ``recall`` is not a number, or ``sample_weight`` not numeric.
+    ValueError
+        If the arrays are not 1-D, of one length and non-empty, ``y_score`` holds NaN or inf,
+        ``y_true`` is not binary, ``recall`` is not strictly between 0 and 1, or
+        ``sample_weight`` has the wrong length, NaN, a negative value or a zero sum.
+
+    See Also
+    --------
+    quantile_surrogate.losses.precision_at_recall_loss : Its training surrogate (eq. (7)).
+
+    Notes
+    -----
+    The objective of eq. (3), evaluated exactly:
+
+    .. math::
+        \max_\theta \frac{TP(\theta)}{TP(\theta) + FP(\theta)} \quad \text{subject to} \quad
+        \frac{TP(\theta)}{|X^+|} \ge r,
+
+    over the thresholds of ``sklearn.metrics.precision_recall_curve`` (predict positive iff
+    ``score >= theta``), so tied scores are one threshold: all of them are predicted positive
+    together. The constraint has a slack of ``1e-12`` for float noise. With
+    ``sample_weight`` ``TP`` and ``FP`` are sums of weights (sklearn's curve).
 
     Examples
     --------
+    >>> from quantile_surrogate.metrics import precision_at_recall
     >>> precision_at_recall([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.5)  # the top score alone: 1/1
     1.0
     >>> precision_at_recall([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.75)  # both positives: 2/3
@@ -88,11 +128,47 @@ def precision_at_recall(y_true, y_score, recall: float, *, sample_weight=None) -
 
 
 def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
-    """``K`` for a predicted positive rate: ``ceil(rate n)`` (default) or ``floor(rate n)``, at least 1.
+    r"""The number of rows ``K`` that a predicted positive rate selects out of ``n``.
 
-    ``rate * n`` is rounded to 6 decimals first so float noise does not move ``K``. The
-    point-estimator threshold ``q(f(X), 1 - rate)`` predicts ``ceil(rate n)`` positives,
-    hence the default; the paper's Housing table looks like ``floor`` (docs/paper_notes.md).
+    Parameters
+    ----------
+    n : int
+        The number of rows.
+    rate : float
+        The predicted positive rate ``tau`` (not checked here).
+    rounding : {"ceil", "floor"}, default="ceil"
+        How ``tau n`` is rounded to a count.
+
+    Returns
+    -------
+    int
+        ``K`` in ``1..n``.
+
+    Raises
+    ------
+    ValueError
+        If ``rounding`` is neither "ceil" nor "floor".
+
+    See Also
+    --------
+    precision_at_rate : Precision among the top ``K``.
+
+    Notes
+    -----
+    .. math::
+        K = \min\big(\max(\lceil \tau n \rceil, 1), n\big) \quad \text{or} \quad
+        \min\big(\max(\lfloor \tau n \rfloor, 1), n\big),
+
+    with ``tau n`` rounded to 6 decimals first so that float noise does not move ``K``
+    (``0.1 * 30 = 3.0000000000000004``). The point-estimator threshold ``q(f(X), 1 - tau)``
+    predicts ``ceil(tau n)`` positives, hence the default; the paper's Housing table looks
+    like ``floor`` (docs/paper_notes.md).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import count_at_rate
+    >>> count_at_rate(30, 0.1), count_at_rate(100, 0.015), count_at_rate(100, 0.015, "floor")
+    (3, 2, 1)
     """
     exact = round(rate * n, 6)
     if rounding == "ceil":
@@ -105,14 +181,56 @@ def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
 
 
 def precision_at_k(y_true, y_score, k: int, *, sample_weight=None) -> float:
-    """Precision among the ``k`` highest scores, with ties at the k-th score shared fairly.
+    r"""Precision among the ``k`` highest scores, with ties at the k-th score shared fairly.
 
-    Rows tied with the k-th score count with the fraction of positives among the tie,
-    which is the expected precision under a random tie-break; it does not depend on the
-    order of the rows. With ``sample_weight`` (frequency weights) ``k`` is a mass: the
-    weighted positives among the top weight ``k`` (``1 <= k <= sum w``), the tie at the
-    score where the cumulative weight from the top reaches ``k`` shared by its weighted
-    positive fraction; an integer weight equals repeating the row.
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: {0, 1}, bool, or {-1, 1}; 1 (True) is positive.
+    y_score : array-like of shape (n,)
+        Finite scores, higher is more positive (any monotone scale: margins or probabilities).
+    k : int or float
+        How many top rows to count, ``1 <= k <= n``; with ``sample_weight`` a mass,
+        ``1 <= k <= sum w``.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero: an integer weight counts a row that many
+        times, 0 drops it.
+
+    Returns
+    -------
+    float
+        The precision among the top ``k``.
+
+    Raises
+    ------
+    ValueError
+        For the bad arrays and weights of :func:`precision_at_recall`, or ``k`` out of range.
+
+    See Also
+    --------
+    precision_at_rate : The same with ``k`` from a rate.
+
+    Notes
+    -----
+    With ``s_k`` the k-th largest score, ``a`` the rows above it and ``T`` the rows tied
+    with it:
+
+    .. math::
+        P@k = \frac{1}{k}\Big(\sum_{i \in a} y_i + (k - |a|)\, \frac{1}{|T|} \sum_{i \in T} y_i\Big),
+
+    the expected precision under a random tie-break; it does not depend on the order of
+    the rows. With ``sample_weight`` the counts are sums of weights: the weighted positives
+    among the top weight ``k``, the tie at the score where the cumulative weight from the
+    top reaches ``k`` shared by its weighted positive fraction; an integer weight equals
+    repeating the row.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import precision_at_k
+    >>> precision_at_k([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 2)
+    0.5
+    >>> precision_at_k([1, 0, 1, 0], [0.9, 0.5, 0.5, 0.1], 2)  # 1 + (2 - 1) * 1/2 hits out of 2
+    0.75
     """
     positive, y_score = _check_arrays(y_true, y_score)
     if sample_weight is not None:
@@ -144,10 +262,59 @@ def _weighted_precision_at_k(positive, y_score, k, weight) -> float:
 
 
 def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil", *, sample_weight=None) -> float:
-    """Precision@tau: precision among the top ``K = ceil(rate n)`` scores (see :func:`count_at_rate`).
+    r"""Precision at a predicted positive rate (Precision@tau): precision among the top ``K`` scores.
 
-    With ``sample_weight`` ``n`` is the total weight ``W`` and ``K = ceil(rate W)`` a mass
-    (``count_at_rate`` on ``W``; see :func:`precision_at_k`).
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: {0, 1}, bool, or {-1, 1}; 1 (True) is positive.
+    y_score : array-like of shape (n,)
+        Finite scores, higher is more positive (any monotone scale: margins or probabilities).
+    rate : float in (0, 1)
+        The predicted positive rate ``tau``.
+    rounding : {"ceil", "floor"}, default="ceil"
+        How ``K`` is counted, see :func:`count_at_rate`.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero: an integer weight counts a row that many
+        times, 0 drops it.
+
+    Returns
+    -------
+    float
+        :func:`precision_at_k` at ``K = count_at_rate(n, rate, rounding)``.
+
+    Raises
+    ------
+    TypeError
+        If ``rate`` is not a number, or ``sample_weight`` not numeric.
+    ValueError
+        If the arrays are not 1-D, of one length and non-empty, ``y_score`` holds NaN or inf,
+        ``y_true`` is not binary, ``rate`` is not strictly between 0 and 1, or
+        ``sample_weight`` has the wrong length, NaN, a negative value or a zero sum,
+        or ``rounding`` is unknown.
+
+    See Also
+    --------
+    quantile_surrogate.losses.precision_at_rate_loss : Its training surrogate (eqs. (9), (10)).
+
+    Notes
+    -----
+    The objective of eq. (8), precision subject to :math:`r_X(f, \theta) = \tau`, evaluated
+    exactly:
+
+    .. math::
+        P@\tau = P@K, \qquad K = \lceil \tau n \rceil,
+
+    ties at the K-th score shared as in :func:`precision_at_k`. With ``sample_weight`` ``n`` is
+    the total weight ``W`` and ``K = ceil(tau W)`` a mass.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import precision_at_rate
+    >>> precision_at_rate([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.3)  # K = ceil(1.2) = 2
+    0.5
+    >>> precision_at_rate([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.3, "floor")  # K = 1
+    1.0
     """
     rate = check_target(rate, "rate")
     if sample_weight is not None:
@@ -162,15 +329,58 @@ def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil", *, s
 
 
 def recall_at_fpr(y_true, y_score, fpr: float, *, sample_weight=None) -> float:
-    """The highest recall (TPR) over thresholds whose false positive rate is at most ``fpr``.
+    r"""The highest recall (TPR) over thresholds whose false positive rate is at most ``fpr``.
 
-    Read off ``sklearn.metrics.roc_curve``. Without a positive (recall is 0/0) or a negative
-    (the FPR is 0/0) the value is undefined: NaN, with an ``UndefinedMetricWarning``.
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: {0, 1}, bool, or {-1, 1}; 1 (True) is positive.
+    y_score : array-like of shape (n,)
+        Finite scores, higher is more positive (any monotone scale: margins or probabilities).
+    fpr : float in (0, 1)
+        The false positive rate not to exceed.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero: an integer weight counts a row that many
+        times, 0 drops it.
+
+    Returns
+    -------
+    float
+        The recall, or NaN (with an ``UndefinedMetricWarning``) when ``y_true`` has no
+        positive (recall is 0/0) or no negative (the FPR is 0/0).
+
+    Raises
+    ------
+    TypeError
+        If ``fpr`` is not a number, or ``sample_weight`` not numeric.
+    ValueError
+        If the arrays are not 1-D, of one length and non-empty, ``y_score`` holds NaN or inf,
+        ``y_true`` is not binary, ``fpr`` is not strictly between 0 and 1, or
+        ``sample_weight`` has the wrong length, NaN, a negative value or a zero sum.
+
+    See Also
+    --------
+    quantile_surrogate.losses.recall_at_fpr_loss : Its training surrogate.
+
+    Notes
+    -----
+    The Neyman-Pearson objective, evaluated exactly:
+
+    .. math::
+        \max_\theta \frac{TP(\theta)}{|X^+|} \quad \text{subject to} \quad
+        \frac{FP(\theta)}{|X^-|} \le \alpha,
+
+    over the thresholds of ``sklearn.metrics.roc_curve`` (``drop_intermediate=False``: the
+    collinear points of ties across classes are valid operating points), with a slack of
+    ``1e-12``. With ``sample_weight`` the rates are weighted.
 
     Examples
     --------
+    >>> from quantile_surrogate.metrics import recall_at_fpr
     >>> recall_at_fpr([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.5)  # threshold 0.7: FPR 1/2, recall 2/2
     1.0
+    >>> recall_at_fpr([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.4)  # no negative above: 0.9 alone
+    0.5
     """
     fpr = check_target(fpr, "fpr")
     positive, y_score = _check_arrays(y_true, y_score)
@@ -187,11 +397,62 @@ def recall_at_fpr(y_true, y_score, fpr: float, *, sample_weight=None) -> float:
 
 
 def predicted_positive_rate(y_score, threshold: float, subset=None, *, sample_weight=None) -> float:
-    """``r_A = |{x in A : f(x) > threshold}| / |A|`` (Definition 3.1), on the rows where ``subset`` is True.
+    r"""The predicted positive rate ``r_A``: the fraction of the rows of ``A`` that score above ``threshold``.
 
-    With ``sample_weight`` the counts are sums of weights: ``sum_{A, f > theta} w / sum_A w``.
+    Parameters
+    ----------
+    y_score : array-like of shape (n,)
+        The scores.
+    threshold : float
+        The decision threshold ``theta``; a row is predicted positive iff its score is ``> theta``.
+    subset : array-like of bool of shape (n,), optional
+        The rows of ``A``; None is every row.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero.
+
+    Returns
+    -------
+    float
+        The rate, in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``y_score`` is not 1-D or holds NaN or inf, ``threshold`` is NaN, ``subset`` has
+        another shape than ``y_score`` or selects no row (or no weight), or ``sample_weight``
+        is invalid.
+
+    See Also
+    --------
+    quantile_surrogate.guarantees.rate_threshold : A threshold that bounds the rate on new data.
+
+    Notes
+    -----
+    Definition 3.1 of the paper:
+
+    .. math::
+        r_A(f, \theta) = \frac{|\{x_i \in A : f(x_i) > \theta\}|}{|A|},
+
+    with sums of weights for counts when ``sample_weight`` is given,
+    :math:`\sum_{i \in A,\, f(x_i) > \theta} w_i / \sum_{i \in A} w_i`. Recall is the rate on
+    the positives, the false positive rate the rate on the negatives.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import predicted_positive_rate
+    >>> predicted_positive_rate([0.9, 0.8, 0.7, 0.1], 0.75)
+    0.5
+    >>> predicted_positive_rate([0.9, 0.8, 0.7, 0.1], 0.75, subset=[True, False, True, False])  # a recall
+    0.5
     """
     y_score = np.asarray(y_score, dtype=np.float64)
+    if y_score.ndim != 1:
+        raise ValueError(f"`y_score` must be 1-D; got shape {y_score.shape}.")
+    if not np.isfinite(y_score).all():  # a NaN compares False with every threshold: it would count as negative
+        raise ValueError("`y_score` contains NaN or inf.")
+    threshold = float(threshold)
+    if math.isnan(threshold):
+        raise ValueError("`threshold` is NaN; every row would count as negative.")
     if sample_weight is not None:
         weight = _weights(sample_weight, y_score.size)
         if subset is not None:

@@ -78,12 +78,58 @@ class _QuantileLoss(nn.Module):
 
 
 class PrecisionAtRecallLoss(_QuantileLoss):
-    """Module form of :func:`~quantile_surrogate.losses.precision_at_recall_loss` (eq. (7)).
+    r"""Precision at a fixed recall as a ``torch.nn.Module`` (eq. (7)).
 
-    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None, threshold_groups=None, weight=None, threshold_weight=None)``.
+    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None,
+    threshold_groups=None, weight=None, threshold_weight=None)``, with the arguments of
+    :func:`~quantile_surrogate.losses.precision_at_recall_loss`; returns the loss.
+
+    Parameters
+    ----------
+    recall : float in (0, 1)
+        The recall the threshold must keep on the positives.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    empty_subset : {"zero", "raise"}, default="zero"
+        What a batch without a row of ``A`` gives: a zero loss and a NaN threshold, or ``ValueError``.
+    validate_args : bool, default=True
+        Check the inputs of every call (types, shapes, binary labels, finite scores).
+
+    Attributes
+    ----------
+    threshold : Tensor
+        The threshold of the last call, detached (a non-persistent buffer: it follows
+        ``.to(device)`` but is not saved in ``state_dict``); NaN before the first call.
+        Every constructor argument is kept too, as checked, under its own name.
+
+    Raises
+    ------
+    TypeError
+        In ``__init__``, for a setting of the wrong type or a misspelt keyword.
+    ValueError
+        In ``__init__``, for ``recall`` not strictly between 0 and 1 or an unknown option;
+        in a call, for bad inputs (see :func:`~quantile_surrogate.losses.rate_constrained_loss`).
+
+    See Also
+    --------
+    quantile_surrogate.losses.precision_at_recall_loss : The function it calls.
+
+    Notes
+    -----
+    The loss of eq. (7), :math:`\sum_{i: y_i = 0} l\big(f(x_i) - \hat q(f(X^+), 1 - \text{recall})\big)`
+    (divided by the number of negatives for ``reduction="mean"``).
 
     Examples
     --------
+    >>> import torch
+    >>> from quantile_surrogate import PrecisionAtRecallLoss
     >>> loss_fn = PrecisionAtRecallLoss(recall=0.5, quantile="point")
     >>> scores = torch.tensor([2.0, 1.0, 0.0, 0.5], requires_grad=True); labels = torch.tensor([1, 1, 0, 0])
     >>> loss = loss_fn(scores, labels)  # threshold = 1.0; (softplus(-1) + softplus(-0.5)) / 2
@@ -101,9 +147,63 @@ class PrecisionAtRecallLoss(_QuantileLoss):
 
 
 class PrecisionAtRateLoss(_QuantileLoss):
-    """Module form of :func:`~quantile_surrogate.losses.precision_at_rate_loss` (eqs. (9), (10)).
+    r"""Precision at a predicted positive rate (Precision@K) as a ``torch.nn.Module`` (eqs. (9), (10)).
 
-    ``form`` is "fp" (eq. (9)) or "tp" (eq. (10)); the other settings are those of :class:`PrecisionAtRecallLoss`.
+    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None,
+    threshold_groups=None, weight=None, threshold_weight=None)``, with the arguments of
+    :func:`~quantile_surrogate.losses.precision_at_rate_loss`; returns the loss.
+
+    Parameters
+    ----------
+    rate : float in (0, 1)
+        The predicted positive rate ``tau = K / N``.
+    form : {"fp", "tp"}, default="fp"
+        Penalise negatives above the threshold (eq. (9)) or positives below it (eq. (10)).
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    empty_subset : {"zero", "raise"}, default="zero"
+        What a batch without a row of ``A`` gives: a zero loss and a NaN threshold, or ``ValueError``.
+    validate_args : bool, default=True
+        Check the inputs of every call (types, shapes, binary labels, finite scores).
+
+    Attributes
+    ----------
+    threshold : Tensor
+        The threshold of the last call, detached (a non-persistent buffer: it follows
+        ``.to(device)`` but is not saved in ``state_dict``); NaN before the first call.
+        Every constructor argument is kept too, as checked, under its own name.
+
+    Raises
+    ------
+    TypeError
+        In ``__init__``, for a setting of the wrong type or a misspelt keyword.
+    ValueError
+        In ``__init__``, for ``rate`` not strictly between 0 and 1 or an unknown option;
+        in a call, for bad inputs (see :func:`~quantile_surrogate.losses.rate_constrained_loss`).
+
+    See Also
+    --------
+    quantile_surrogate.losses.precision_at_rate_loss : The function it calls.
+
+    Notes
+    -----
+    The FP form (eq. (9)) :math:`\sum_{i: y_i = 0} l\big(f(x_i) - \hat q(f(X), 1 - \tau)\big)`
+    or the TP form (eq. (10)) :math:`\sum_{i: y_i = 1} l\big(\hat q(f(X), 1 - \tau) - f(x_i)\big)`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import PrecisionAtRateLoss
+    >>> loss_fn = PrecisionAtRateLoss(0.5, quantile="point", reduction="sum")
+    >>> loss_fn(torch.tensor([3.0, 2.0, 1.0, 0.0]), torch.tensor([1, 0, 1, 0])), loss_fn.threshold
+    (tensor(1.6265), tensor(1.))
     """
 
     _function = staticmethod(losses.precision_at_rate_loss)
@@ -119,7 +219,62 @@ class PrecisionAtRateLoss(_QuantileLoss):
 
 
 class RecallAtFPRLoss(_QuantileLoss):
-    """Module form of :func:`~quantile_surrogate.losses.recall_at_fpr_loss`; settings as :class:`PrecisionAtRecallLoss`."""
+    r"""Recall at a fixed false positive rate as a ``torch.nn.Module``.
+
+    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None,
+    threshold_groups=None, weight=None, threshold_weight=None)``, with the arguments of
+    :func:`~quantile_surrogate.losses.recall_at_fpr_loss`; returns the loss.
+
+    Parameters
+    ----------
+    fpr : float in (0, 1)
+        The false positive rate not to exceed.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    empty_subset : {"zero", "raise"}, default="zero"
+        What a batch without a row of ``A`` gives: a zero loss and a NaN threshold, or ``ValueError``.
+    validate_args : bool, default=True
+        Check the inputs of every call (types, shapes, binary labels, finite scores).
+
+    Attributes
+    ----------
+    threshold : Tensor
+        The threshold of the last call, detached (a non-persistent buffer: it follows
+        ``.to(device)`` but is not saved in ``state_dict``); NaN before the first call.
+        Every constructor argument is kept too, as checked, under its own name.
+
+    Raises
+    ------
+    TypeError
+        In ``__init__``, for a setting of the wrong type or a misspelt keyword.
+    ValueError
+        In ``__init__``, for ``fpr`` not strictly between 0 and 1 or an unknown option;
+        in a call, for bad inputs (see :func:`~quantile_surrogate.losses.rate_constrained_loss`).
+
+    See Also
+    --------
+    quantile_surrogate.losses.recall_at_fpr_loss : The function it calls.
+
+    Notes
+    -----
+    The Neyman-Pearson form of eq. (2),
+    :math:`\sum_{i: y_i = 1} l\big(\hat q(f(X^-), 1 - \text{fpr}) - f(x_i)\big)`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import RecallAtFPRLoss
+    >>> loss_fn = RecallAtFPRLoss(0.5, quantile="point")
+    >>> loss_fn(torch.tensor([1.0, 0.0, 2.0, -1.0]), torch.tensor([1, 1, 0, 0])), loss_fn.threshold
+    (tensor(0.2201), tensor(-1.))
+    """
 
     _function = staticmethod(losses.recall_at_fpr_loss)
     _target_name = "fpr"
@@ -131,7 +286,62 @@ class RecallAtFPRLoss(_QuantileLoss):
 
 
 class PRAUCLoss(_QuantileLoss):
-    """Module form of :func:`~quantile_surrogate.losses.pr_auc_loss`; ``threshold`` has one entry per recall."""
+    r"""Area under the precision-recall curve, a Riemann sum of precision-at-recall losses, as a module.
+
+    Called as ``loss_fn(scores, labels, threshold_scores=None, *, groups=None,
+    threshold_groups=None, weight=None, threshold_weight=None)``, with the arguments of
+    :func:`~quantile_surrogate.losses.pr_auc_loss`; returns the loss.
+
+    Parameters
+    ----------
+    recalls : sequence of float in (0, 1), default=(0.1, 0.2, ..., 0.9)
+        The grid of recalls.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    empty_subset : {"zero", "raise"}, default="zero"
+        What a batch without a row of ``A`` gives: a zero loss and a NaN threshold, or ``ValueError``.
+    validate_args : bool, default=True
+        Check the inputs of every call (types, shapes, binary labels, finite scores).
+
+    Attributes
+    ----------
+    threshold : Tensor
+        The threshold of the last call, detached (a non-persistent buffer: it follows
+        ``.to(device)`` but is not saved in ``state_dict``); one entry per recall; NaN before
+        the first call.
+        Every constructor argument is kept too, as checked, under its own name.
+
+    Raises
+    ------
+    TypeError
+        In ``__init__``, for a setting of the wrong type or a misspelt keyword.
+    ValueError
+        In ``__init__``, for a recall not strictly between 0 and 1 or an unknown option;
+        in a call, for bad inputs (see :func:`~quantile_surrogate.losses.rate_constrained_loss`).
+
+    See Also
+    --------
+    quantile_surrogate.losses.pr_auc_loss : The function it calls.
+
+    Notes
+    -----
+    :math:`\frac{1}{|R|} \sum_{r \in R} L_{P@R}(f; r)`, each term eq. (7) (end of section 3.1).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import PRAUCLoss
+    >>> loss_fn = PRAUCLoss(recalls=(2 / 3, 1 / 3), quantile="point")
+    >>> loss_fn(torch.tensor([2.0, 1.0, 0.0, 0.5]), torch.tensor([1, 1, 1, 0])), loss_fn.threshold
+    (tensor(0.7241), tensor([0., 1.]))
+    """
 
     _function = staticmethod(losses.pr_auc_loss)
     _target_name = "recalls"
@@ -144,10 +354,63 @@ class PRAUCLoss(_QuantileLoss):
 
 
 class RateConstrainedLoss(_QuantileLoss):
-    """Module form of :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    r"""Any rate-constrained quantile loss as a ``torch.nn.Module`` (eq. (2)).
 
-    Called as ``loss_fn(scores, labels, subset=None, threshold_scores=None, *, groups=None, threshold_groups=None, weight=None, threshold_weight=None)``,
-    with the subset (a bool mask, or "positives", "negatives", "all") given per call.
+    Called as ``loss_fn(scores, labels, subset=None, threshold_scores=None, *, groups=None,
+    threshold_groups=None, weight=None, threshold_weight=None)``, with the subset ``A`` (a
+    bool mask, or "positives", "negatives", "all") given per call; returns the loss.
+
+    Parameters
+    ----------
+    rate : float in (0, 1)
+        The constraint level ``c``: the fraction of ``A`` that must score above the threshold.
+    penalize : {"negatives", "positives"}, default="negatives"
+        The rows whose surrogate is summed.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    empty_subset : {"zero", "raise"}, default="zero"
+        What a batch without a row of ``A`` gives: a zero loss and a NaN threshold, or ``ValueError``.
+    validate_args : bool, default=True
+        Check the inputs of every call (types, shapes, binary labels, finite scores).
+
+    Attributes
+    ----------
+    threshold : Tensor
+        The threshold of the last call, detached (a non-persistent buffer: it follows
+        ``.to(device)`` but is not saved in ``state_dict``); NaN before the first call.
+        Every constructor argument is kept too, as checked, under its own name.
+
+    Raises
+    ------
+    TypeError
+        In ``__init__``, for a setting of the wrong type or a misspelt keyword.
+    ValueError
+        In ``__init__``, for ``rate`` not strictly between 0 and 1 or an unknown option;
+        in a call, for bad inputs (see :func:`~quantile_surrogate.losses.rate_constrained_loss`).
+
+    See Also
+    --------
+    quantile_surrogate.losses.rate_constrained_loss : The function it calls.
+
+    Notes
+    -----
+    With :math:`\theta = \hat q(f(A), 1 - c)`, the loss sums :math:`l(f(x_i) - \theta)` over the
+    negatives or :math:`l(\theta - f(x_i))` over the positives (eq. (2)).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import RateConstrainedLoss
+    >>> loss_fn = RateConstrainedLoss(0.5, quantile="point")
+    >>> loss_fn(torch.tensor([0.0, 1.0, 0.0]), torch.tensor([1, 1, 0]), "positives"), loss_fn.threshold
+    (tensor(0.6931), tensor(0.))
     """
 
     _function = staticmethod(losses.rate_constrained_loss)
@@ -163,5 +426,6 @@ class RateConstrainedLoss(_QuantileLoss):
 
     def forward(self, scores, labels, subset=None, threshold_scores=None, *, groups=None, threshold_groups=None,
                 weight=None, threshold_weight=None):
+        """The loss, with the subset ``A`` of this batch (a bool mask or "positives", "negatives", "all")."""
         return self._call(scores, labels, subset=subset, threshold_scores=threshold_scores, groups=groups,
                           threshold_groups=threshold_groups, weight=weight, threshold_weight=threshold_weight)

@@ -21,20 +21,18 @@ from . import metrics
 from ._validation import check_sample_weight
 from .losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
 
+# subset_mask, allowed_count, boundary_ties and training_loss stay importable from here for the
+# training loop and the estimators, but they are plumbing, not the public surface.
 __all__ = [
     "Objective",
     "OBJECTIVES",
     "get_objective",
-    "subset_mask",
     "objective_loss",
     "objective_metric",
     "constraint_threshold",
-    "allowed_count",
-    "boundary_ties",
     "TiedScoresWarning",
     "group_constraint_thresholds",
     "predict_scores",
-    "training_loss",
 ]
 
 SUBSETS = ("positives", "negatives", "all")
@@ -44,11 +42,59 @@ SUBSETS = ("positives", "negatives", "all")
 class Objective:
     r"""One rate-constrained objective: what sets the threshold, what is penalised, how it is scored.
 
-    The constraint is on the rate :math:`r_A(f, \theta) = |\{x \in A : f(x) > \theta\}| / |A|`
-    of a subset ``A`` (Definition 3.1); the threshold is the quantile
-    :math:`\theta = q(f(A), 1 - c)` (``bound="at_least"``: the rate is a floor, e.g. recall) or
-    the level at which at most ``floor(c |A|)`` rows of ``A`` score above it (``bound="at_most"``:
-    the rate is a ceiling, e.g. a false positive rate or an alert capacity).
+    A frozen record; every parameter is kept as an attribute of the same name (documented
+    below each field). Use the entries of :data:`OBJECTIVES` rather than building one.
+
+    Parameters
+    ----------
+    name : str
+        The objective's name, as ``objective=`` takes it.
+    subset : {"positives", "negatives", "all"}
+        The rows of ``A``, whose rate the constraint is on.
+    penalized : dict
+        ``form -> rows`` whose surrogate the loss sums.
+    loss : callable
+        The functional loss of :mod:`quantile_surrogate.losses`.
+    target_keyword : str
+        The keyword under which ``loss`` takes the target.
+    metric : callable
+        The exact metric ``metric(y_true, y_score, target)``, higher is better.
+    metric_name : str
+        A label for reports, formatted with ``target``.
+    constraint : str
+        The constraint a held-out guarantee is about.
+    bound : {"at_least", "at_most"}
+        Whether the rate on ``A`` is a floor or a ceiling.
+    rounding : {"ceil", "floor"}
+        How the target becomes a count of rows of ``A`` above the threshold.
+    default_target : float
+        The target when none is given.
+    equation : str
+        Where the loss is in the paper.
+
+    See Also
+    --------
+    get_objective : Look one up by name.
+
+    Notes
+    -----
+    The constraint is on the rate of a subset ``A`` (Definition 3.1),
+
+    .. math::
+        r_A(f, \theta) = \frac{|\{x \in A : f(x) > \theta\}|}{|A|},
+
+    and the threshold is the quantile :math:`\theta = q(f(A), 1 - c)` of Proposition 1: with
+    ``bound="at_least"`` (the rate is a floor, e.g. recall) at least ``ceil(c |A|)`` rows of
+    ``A`` score above it; with ``bound="at_most"`` (a ceiling) at most ``ceil(c |A|)`` rows
+    (``rounding="ceil"``: a capacity of ``K`` rows, Precision@K) or ``floor(c |A|)`` rows
+    (``rounding="floor"``: a false positive rate that must not exceed ``c``).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.objectives import OBJECTIVES
+    >>> spec = OBJECTIVES["precision_at_recall"]
+    >>> spec.subset, spec.bound, spec.target_keyword, spec.equation
+    ('positives', 'at_least', 'recall', 'eq. (7)')
     """
 
     name: str
@@ -92,6 +138,8 @@ class Objective:
         return tuple(self.penalized)
 
 
+#: Every objective, by name (``"precision_at_recall"``, ``"precision_at_rate"``, ``"recall_at_fpr"``)
+#: -> :class:`Objective`: the one table the estimators, the command line and the baselines read.
 OBJECTIVES = {objective.name: objective for objective in (
     Objective("precision_at_recall", subset="positives", penalized={"fp": "negatives"},
               loss=precision_at_recall_loss, target_keyword="recall", metric=metrics.precision_at_recall,
@@ -106,13 +154,35 @@ OBJECTIVES = {objective.name: objective for objective in (
               metric_name="recall at FPR {target:g}", constraint="fpr", bound="at_most",
               rounding="floor", default_target=0.05, equation="Neyman-Pearson form of eq. (2)"),
 )}
-"""Every objective, by name: the one table the estimators, the command line and the baselines read."""
 
 UNKNOWN_OBJECTIVE_MESSAGE = "`objective` must be one of {names}; got {value!r}."
 
 
 def get_objective(name) -> Objective:
-    """The :class:`Objective` called ``name``; ``ValueError`` naming the valid ones otherwise (an Objective passes through)."""
+    """The :class:`Objective` called ``name`` (an :class:`Objective` passes through).
+
+    Parameters
+    ----------
+    name : str or Objective
+        A key of :data:`OBJECTIVES`.
+
+    Returns
+    -------
+    Objective
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is neither a string nor an :class:`Objective`.
+    ValueError
+        If ``name`` is not a key of :data:`OBJECTIVES`; the message names the valid ones.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.objectives import get_objective
+    >>> get_objective("recall_at_fpr").metric_name.format(target=0.05)
+    'recall at FPR 0.05'
+    """
     if isinstance(name, Objective):
         return name
     if not isinstance(name, str):
@@ -124,7 +194,19 @@ def get_objective(name) -> Objective:
 
 
 def subset_mask(labels, objective) -> torch.Tensor:
-    """The rows of ``A`` for ``objective``, as a bool array (``labels`` are bool or {0, 1}; NumPy or torch)."""
+    """The rows of ``A`` for ``objective``, as a bool array (internal).
+
+    Parameters
+    ----------
+    labels : Tensor or ndarray of shape (n,)
+        Bool or {0, 1} labels.
+    objective : str or Objective
+
+    Returns
+    -------
+    Tensor or ndarray of bool, shape (n,)
+        Of the kind of ``labels``.
+    """
     positive = labels if labels.dtype in (torch.bool, np.bool_) else labels == 1
     return get_objective(objective).subset_mask(positive)
 
@@ -132,13 +214,67 @@ def subset_mask(labels, objective) -> torch.Tensor:
 def objective_loss(scores, labels, *, objective, target, threshold_scores=None, form="fp",
                    quantile="kernel", bandwidth=0.05, surrogate="logistic", validate_args=False,
                    groups=None, threshold_groups=None, weight=None, threshold_weight=None):
-    """The objective's loss from :mod:`quantile_surrogate.losses`, as ``QuantileLossOutput(loss, threshold)``.
+    r"""The objective's quantile loss, with the threshold it used.
 
-    ``threshold_scores`` are scores of rows of ``A``; if None the threshold is estimated from
-    ``scores[A]`` (``A_b = X_b \\cap A``). With ``groups`` (integer codes of ``scores``' rows)
-    and ``threshold_groups`` (codes of ``threshold_scores``), every group gets its own
-    threshold and the returned threshold has shape (G,) (see
-    :func:`~quantile_surrogate.losses.rate_constrained_loss`).
+    Parameters
+    ----------
+    scores : Tensor of shape (N,), floating point
+        Raw scores ``f(x)`` of a batch.
+    labels : Tensor of shape (N,)
+        Bool or {0, 1} labels.
+    objective : str or Objective
+        A key of :data:`OBJECTIVES`.
+    target : float in (0, 1)
+        The recall, predicted positive rate or false positive rate.
+    threshold_scores : Tensor of shape (M,), optional
+        Scores of rows of ``A`` to estimate the threshold from; None estimates it from
+        ``scores[A]`` (``A_b = X_b \cap A``).
+    form : {"fp", "tp"}, default="fp"
+        The form of an objective with several (``precision_at_rate``); ignored otherwise.
+    quantile, bandwidth, surrogate
+        As in :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+    validate_args : bool, default=False
+        Off by default: the training loop checks its data once.
+    groups : integer Tensor of shape (N,), optional
+        Group codes of ``scores``' rows: every group gets its own threshold.
+    threshold_groups : integer Tensor of shape (M,), optional
+        Group codes of ``threshold_scores``.
+    weight, threshold_weight : Tensor, optional
+        Frequency weights of the rows and of ``threshold_scores``.
+
+    Returns
+    -------
+    QuantileLossOutput
+        ``(loss, threshold)``, the loss reduced by its mean over the penalised rows; the
+        threshold has shape () or (G,) with ``groups``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an unknown objective (:func:`get_objective`), and with ``validate_args=True``
+        as :func:`~quantile_surrogate.losses.rate_constrained_loss`.
+
+    See Also
+    --------
+    quantile_surrogate.losses.rate_constrained_loss : The general loss.
+
+    Notes
+    -----
+    The loss named by the objective's ``equation``: eq. (7) for ``precision_at_recall``,
+    eqs. (9) and (10) for ``precision_at_rate`` and the Neyman-Pearson form of eq. (2) for
+    ``recall_at_fpr``, all of the form
+
+    .. math::
+        \theta = \hat q(f(A), 1 - c), \qquad
+        L = \frac{1}{|P|} \sum_{i \in P} l\big(\pm (f(x_i) - \theta)\big).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.objectives import objective_loss
+    >>> scores = torch.tensor([2.0, 1.0, 0.0, 0.5]); labels = torch.tensor([1, 1, 0, 0])
+    >>> objective_loss(scores, labels, objective="precision_at_recall", target=0.5, quantile="point")
+    QuantileLossOutput(loss=tensor(0.3937), threshold=tensor(1.))
     """
     spec = get_objective(objective)
     common = dict(threshold_scores=threshold_scores, quantile=quantile, bandwidth=bandwidth,
@@ -156,18 +292,61 @@ def objective_loss(scores, labels, *, objective, target, threshold_scores=None, 
 
 def objective_metric(y_true, y_score, *, objective: str, target: float, groups=None, names=None,
                      sample_weight=None) -> float:
-    """The exact metric of ``objective`` at ``target`` (:mod:`quantile_surrogate.metrics`).
+    r"""The exact metric of ``objective`` at ``target`` (:mod:`quantile_surrogate.metrics`), overall or in every group.
 
-    With ``groups`` (integer codes, one per row) the constraint is met in every group: each
-    group's rows are thresholded at :func:`constraint_threshold` on that group, and the metric
-    is read off the pooled predictions ``score > theta_g``: precision for
-    ``precision_at_recall`` and ``precision_at_rate``, recall for ``recall_at_fpr`` (NaN with an
-    ``UndefinedMetricWarning`` if
-    nothing is predicted positive, or no row is positive). Unlike the ungrouped metrics this
-    is the value at the constraint thresholds, not the best over all thresholds that meet it:
-    with several groups the best joint choice is a combinatorial problem. ``names`` (the
-    group labels, indexed by code) are only for error messages. ``sample_weight``: frequency
-    weights (counts become sums of weights, in the metric and in the group thresholds).
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels, 1 is positive.
+    y_score : array-like of shape (n,)
+        Scores.
+    objective : str or Objective
+        A key of :data:`OBJECTIVES`.
+    target : float in (0, 1)
+        The recall, predicted positive rate or false positive rate.
+    groups : array-like of int of shape (n,), optional
+        Group codes ``0..G-1``: the constraint is then met in every group (see Notes).
+    names : sequence, optional
+        The group labels, indexed by code; only for error messages.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights: counts become sums of weights, in the metric and in the group
+        thresholds.
+
+    Returns
+    -------
+    float
+        Higher is better; NaN (with an ``UndefinedMetricWarning``) where it is undefined.
+
+    Raises
+    ------
+    ValueError
+        For bad arrays (see :mod:`quantile_surrogate.metrics`), an unknown objective, or a
+        group with rows but none of ``A``.
+
+    See Also
+    --------
+    constraint_threshold, group_constraint_thresholds
+
+    Notes
+    -----
+    Without ``groups`` it is the objective's metric, the best over every threshold that
+    meets the constraint. With ``groups`` each group's rows are thresholded at
+    :func:`constraint_threshold` on that group, and the metric is read off the pooled
+    predictions :math:`\hat y_i = [f(x_i) > \theta_{g(i)}]`: precision for
+    ``precision_at_recall`` and ``precision_at_rate``, recall for ``recall_at_fpr`` (NaN
+    with an ``UndefinedMetricWarning`` if nothing is predicted positive, or no row is
+    positive). Unlike the ungrouped metric this is the value at the constraint thresholds,
+    not the best over all thresholds that meet it: with several groups the best joint
+    choice is a combinatorial problem.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.objectives import objective_metric
+    >>> y, s = [1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]
+    >>> objective_metric(y, s, objective="precision_at_rate", target=0.5)  # top 2 of all rows
+    0.5
+    >>> objective_metric(y, s, objective="precision_at_rate", target=0.5, groups=[0, 0, 1, 1])  # top 1 per group
+    1.0
     """
     spec = get_objective(objective)
     if sample_weight is not None:
@@ -207,17 +386,44 @@ TIE_POLICY = {
 
 
 class TiedScoresWarning(UserWarning):
-    """The exact rate a constraint asks for is impossible on these rows because scores tie at the threshold."""
+    """The exact rate a constraint asks for is impossible on these rows because scores tie at the threshold.
+
+    Issued by :func:`constraint_threshold`, with the rate achieved. A floor (recall) is kept
+    by taking every tied row, a ceiling (a rate, an FPR) by taking none.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from quantile_surrogate.objectives import TiedScoresWarning, constraint_threshold
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     theta = constraint_threshold([1.0, 1.0, 1.0, 0.0], [1, 1, 1, 0],
+    ...                                  objective="precision_at_recall", target=0.5)
+    >>> theta, caught[0].category is TiedScoresWarning  # recall 3/3 where 2/3 was asked
+    (0.5, True)
+    """
 
 
 def allowed_count(objective, size: int, target: float) -> int:
-    """The number of rows of ``A`` (of ``size``) the constraint asks for above the threshold.
+    """The number of rows of ``A`` (of ``size``) the constraint asks for above the threshold (internal).
 
     ``ceil(c |A|)`` (at least 1) for a floor such as recall and for a capacity such as the
     predicted positive rate (``K = ceil(c n)``, as :func:`~quantile_surrogate.metrics.count_at_rate`);
     ``floor(c |A|)`` for a false positive rate that must not exceed ``c``. ``c |A|`` is rounded
     to 6 decimals first so that float noise (0.1 * 30 = 3.0000000000000004) cannot move it.
     With frequency weights ``size`` is the weight of ``A`` (a float), and so is the count.
+
+    Parameters
+    ----------
+    objective : str or Objective
+    size : int or float
+        ``|A|``, or its weight.
+    target : float
+
+    Returns
+    -------
+    int or float
+        At most ``size``.
     """
     spec = get_objective(objective)
     exact = round(target * size, 6)
@@ -227,27 +433,75 @@ def allowed_count(objective, size: int, target: float) -> int:
 
 
 def constraint_threshold(scores, labels, *, objective: str, target: float, sample_weight=None) -> float:
-    """A threshold ``theta`` at which ``score > theta`` meets the constraint on these rows, ties included.
+    r"""A threshold ``theta`` at which ``score > theta`` meets the constraint on these rows, ties included.
 
-    With ``k`` = :func:`allowed_count`, the tie policy is: a floor is never missed, a ceiling
-    never exceeded.
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        Scores of the rows (training or held-out).
+    labels : array-like of shape (n,)
+        Binary labels, 1 is positive.
+    objective : str or Objective
+        A key of :data:`OBJECTIVES`.
+    target : float
+        The recall, predicted positive rate or false positive rate.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``>= 0``: counts become sums of weights, and rows of weight 0
+        are absent; with integer weights it is the threshold of the rows repeated.
 
-    - ``bound="at_least"`` (precision at recall): ``theta`` sits just below ``u``, the ``k``-th
-      largest score of ``A``, so that at least ``k`` rows of ``A`` score above it (all ties of
-      ``u`` included): the point estimate ``q(f(A), 1 - c)`` of section 4.
-    - ``bound="at_most"`` (precision at a rate: a capacity of ``K = ceil(c n)`` rows; recall at
-      FPR: at most ``floor(c |A|)`` negatives): ``theta`` sits just above ``v``, the
-      ``(k + 1)``-th largest score of ``A``, so that at most ``k`` rows of ``A`` score above it
-      (the ties of ``v`` excluded).
+    Returns
+    -------
+    float
+        Predict positive iff ``score > theta``.
 
-    Where ties make exactly ``k`` impossible, a :class:`TiedScoresWarning` says so with the rate
-    achieved. "Just below/above" is the midpoint to the nearest other training score, so that
-    recomputing the scores with rounding noise cannot move a row across the threshold.
+    Raises
+    ------
+    ValueError
+        If no row of ``A`` (the subset that sets the threshold) is present, or holds weight;
+        for a bad ``sample_weight``.
 
-    ``sample_weight`` (frequency weights, >= 0): counts become sums of weights, ``k`` is
-    :func:`allowed_count` of the mass ``W_A`` of ``A`` (``ceil(c W_A)``, ...), ``u`` the score at
-    which the weight of ``A`` from the top first reaches ``k`` (``v``: first exceeds it), and
-    rows of weight 0 are absent; with integer weights it is the threshold of the rows repeated.
+    Warns
+    -----
+    TiedScoresWarning
+        Where ties make the asked count of rows of ``A`` above the threshold impossible.
+
+    See Also
+    --------
+    group_constraint_thresholds : One threshold per group.
+    quantile_surrogate.guarantees.recall_threshold : A threshold that holds on new data.
+
+    Notes
+    -----
+    The exact (non-smoothed) threshold of Proposition 1, :math:`\hat\theta = q(f(A), 1 - c)`.
+    With :math:`k` rows of ``A`` asked for above it (``ceil(c |A|)`` or ``floor(c |A|)``, by
+    the objective's ``rounding``) and :math:`s_{[j]}` the j-th largest score of ``A``, the
+    tie policy is that a floor is never missed and a ceiling never exceeded:
+
+    .. math::
+        \theta = \begin{cases}
+            \tfrac12\big(s_{[k]} + \max\{s < s_{[k]}\}\big) & \text{bound = "at\_least" (recall)} \\
+            \tfrac12\big(s_{[k+1]} + \min\{s > s_{[k+1]}\}\big) & \text{bound = "at\_most" (a rate, an FPR)}
+        \end{cases}
+
+    where the max and min run over every row's score. So at least ``k`` rows of ``A`` score
+    above a floor's threshold (all ties of :math:`s_{[k]}` included), selecting the rows that
+    the point estimate of section 4 selects, and at most ``k`` above a ceiling's (the ties of
+    :math:`s_{[k+1]}` excluded). The midpoint to the nearest other score keeps rounding noise
+    in recomputed scores from moving a row across the threshold. A ceiling that allows every
+    row of ``A`` gives ``min(scores) - 1``.
+
+    With ``sample_weight``, ``k`` is :func:`allowed_count` of the mass ``W_A`` of ``A``, and
+    :math:`s_{[k]}` the score at which the weight of ``A`` from the top first reaches ``k``
+    (:math:`s_{[k+1]}`: first exceeds it).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.objectives import constraint_threshold
+    >>> y, s = [1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1]
+    >>> round(constraint_threshold(s, y, objective="precision_at_recall", target=0.5), 3)  # 1 of 2 positives
+    0.85
+    >>> round(constraint_threshold(s, y, objective="precision_at_rate", target=0.5), 3)  # 2 of 4 rows
+    0.75
     """
     spec = get_objective(objective)
     scores = np.asarray(scores, dtype=np.float64)
@@ -288,15 +542,30 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
 
 
 def boundary_ties(scores, labels, *, objective: str, target: float) -> tuple[float, float]:
-    """``(tie_score, fraction)``: the tied scores at the constraint's boundary, and the share of them it asks for.
+    """``(tie_score, fraction)``: the scores tied at the constraint's boundary, and the share of them it asks for.
 
     The boundary is the ``k``-th largest score of ``A`` for a floor and the ``(k + 1)``-th for a
     ceiling (``k`` = :func:`allowed_count`). With ``a`` rows of ``A`` strictly above it and ``t``
     tied at it, ``fraction = (k - a) / t``: predicting each tied row positive with that
     probability meets the count ``k`` in expectation, where :func:`constraint_threshold` (which
     takes all tied rows for a floor and none for a ceiling) cannot. ``(nan, 0.0)`` when no row
-    of ``A`` is at the boundary (a ceiling that allows every row).
+    of ``A`` is at the boundary (a ceiling that allows every row). Internal: the estimators'
+    randomised tie-break uses it.
 
+    Parameters
+    ----------
+    scores, labels : array-like of shape (n,)
+    objective : str or Objective
+    target : float
+
+    Returns
+    -------
+    tie_score : float
+    fraction : float in [0, 1]
+
+    Examples
+    --------
+    >>> import numpy as np
     >>> boundary_ties(np.array([3.0, 2.0, 2.0, 2.0, 1.0]), np.ones(5), objective="precision_at_rate", target=0.4)
     (2.0, 0.3333333333333333)
     """
@@ -314,14 +583,57 @@ def boundary_ties(scores, labels, *, objective: str, target: float) -> tuple[flo
 
 def group_constraint_thresholds(scores, labels, groups, *, objective: str, target: float,
                                 n_groups: int | None = None, names=None, sample_weight=None) -> np.ndarray:
-    """:func:`constraint_threshold` on each group's rows: ``theta_g``, shape (n_groups,).
+    r""":func:`constraint_threshold` on each group's rows: one threshold ``theta_g`` per group.
 
-    ``groups`` are integer codes 0..G-1, one per row. Each group's threshold meets the
-    constraint exactly on that group's rows (recall >= target among its positives, the same
-    predicted positive rate ``ceil(target n_g) / n_g``, or FPR <= target among its
-    negatives). A code with no row at all gets NaN; a group with rows but none of ``A``
-    raises ``ValueError`` naming it (``names[g]`` if given, else its code). ``sample_weight``:
-    frequency weights, each group's threshold weighted as in :func:`constraint_threshold`.
+    Parameters
+    ----------
+    scores, labels : array-like of shape (n,)
+        As in :func:`constraint_threshold`.
+    groups : array-like of int of shape (n,)
+        Group codes ``0..G-1``, one per row.
+    objective : str or Objective
+        A key of :data:`OBJECTIVES`.
+    target : float
+        The recall, predicted positive rate or false positive rate, in every group.
+    n_groups : int, optional
+        ``G``; by default ``max(groups) + 1``.
+    names : sequence, optional
+        The group labels, indexed by code, for error messages.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights, each group's threshold weighted as in :func:`constraint_threshold`.
+
+    Returns
+    -------
+    ndarray of shape (n_groups,)
+        ``theta_g``; NaN for a code with no row at all.
+
+    Raises
+    ------
+    ValueError
+        If a group has rows but none of ``A``; the message names it (``names[g]`` if given,
+        else its code).
+
+    See Also
+    --------
+    objective_metric : The metric at these thresholds.
+
+    Notes
+    -----
+    Each group's threshold meets the constraint exactly on that group's rows:
+
+    .. math::
+        \theta_g = \text{constraint\_threshold}(f(X \cap G_g)), \qquad g = 0, \dots, G - 1,
+
+    so recall >= target among its positives (equal opportunity), the same predicted positive
+    rate ``ceil(target n_g) / n_g`` (demographic parity), or FPR <= target among its negatives.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.objectives import group_constraint_thresholds
+    >>> thetas = group_constraint_thresholds([0.9, 0.8, 0.7, 0.1], [1, 0, 1, 0], [0, 0, 1, 1],
+    ...                                      objective="precision_at_rate", target=0.5)
+    >>> [round(float(t), 3) for t in thetas]  # the top row of each group
+    [0.85, 0.4]
     """
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels)
@@ -345,7 +657,31 @@ def group_constraint_thresholds(scores, labels, groups, *, objective: str, targe
 
 @torch.no_grad()
 def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 65536) -> torch.Tensor:
-    """Raw scores ``f(X)`` of shape (n,), in eval mode and without autograd, in chunks of ``batch_size``."""
+    """Raw scores ``f(X)`` of shape (n,), in eval mode and without autograd, in chunks of ``batch_size``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps a batch of shape (b, d) to scores of shape (b,) or (b, 1).
+    X : Tensor of shape (n, d)
+        Features, on the model's device.
+    batch_size : int or None, default=65536
+        Rows per forward pass; None scores every row at once.
+
+    Returns
+    -------
+    Tensor of shape (n,)
+        The scores; the model's train/eval mode is restored afterwards.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.objectives import predict_scores
+    >>> model = torch.nn.Linear(2, 1)
+    >>> _ = torch.nn.init.ones_(model.weight), torch.nn.init.zeros_(model.bias)
+    >>> predict_scores(model, torch.tensor([[1.0, 2.0], [3.0, 4.0]]), batch_size=1)
+    tensor([3., 7.])
+    """
     was_training = model.training
     model.eval()
     if batch_size is None or X.shape[0] <= batch_size:
@@ -358,11 +694,29 @@ def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 6
 
 @torch.no_grad()
 def training_loss(model, X, y, *, objective, target, groups=None, sample_weight=None, **settings) -> float:
-    """Full-batch loss of ``model`` on ``(X, y)`` with the threshold from all of ``A`` (restart selection).
+    """Full-batch loss of ``model`` on ``(X, y)`` with the threshold from all of ``A`` (restart selection; internal).
 
     The scores are computed in chunks (:func:`predict_scores`), so no activation of the
-    whole data set is held at once. ``groups``: integer group codes, one per row (each
-    group gets its own threshold from its rows of ``A``).
+    whole data set is held at once.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    X : Tensor of shape (n, d)
+    y : Tensor of shape (n,)
+        Labels in {0, 1}.
+    objective : str or Objective
+    target : float
+    groups : integer Tensor of shape (n,), optional
+        Group codes, one per row (each group gets its own threshold from its rows of ``A``).
+    sample_weight : float Tensor of shape (n,), optional
+        Frequency weights.
+    **settings
+        ``form``, ``quantile``, ``bandwidth``, ``surrogate`` of :func:`objective_loss`.
+
+    Returns
+    -------
+    float
     """
     scores = predict_scores(model, X)
     labels = y.bool()
