@@ -21,6 +21,8 @@ import warnings
 
 from ._args import OneLineParser
 
+__all__ = ["main"]
+
 COMMAND_MODULES = (
     "quantile_surrogate.experiments._command",
     "quantile_surrogate.cli._file_commands",
@@ -66,7 +68,32 @@ def _quiet_stdout() -> None:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (see the module docstring)."""
+    """Run the ``quantile-surrogate`` command line and return its exit status.
+
+    The console script ``quantile-surrogate`` (and ``python -m quantile_surrogate.cli``)
+    calls it with the process's arguments and exits with its result. Errors never escape as
+    tracebacks: each is reported as one line on stderr.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; None reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 done; 1 bad data or an output that cannot be written (nothing is written); 2 a
+        bad option; 130 interrupted with Ctrl-C.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.cli import main
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    quantile-surrogate ...
+    0
+    >>> main(["fit"])  # a bad option: one line on stderr, exit status 2
+    2
+    """
     from .._files import OutputPathError
     from ._file_io import InputError
 

@@ -19,7 +19,10 @@ Layout (``.qs`` by convention)::
 
 ``sha256`` is the checksum of every byte after the header line; :func:`load_model` checks it
 before it parses anything, so a damaged or edited file is refused, not loaded with other
-numbers. Only the classes of :data:`._codecs.CODECS` are rebuilt, by calling their constructors;
+numbers. Only the classes of ``quantile_surrogate.cli._codecs.CODECS`` are rebuilt (a
+``Pipeline`` of the command line's encoder and a :class:`~quantile_surrogate.QuantileClassifier`
+or :class:`~quantile_surrogate.QuantileBoostingClassifier`, optionally inside a
+:class:`~quantile_surrogate.GuaranteedThresholdClassifier`), by calling their constructors;
 nothing in the file names code to run. Files of the first format (a pickle behind the same
 first line) are refused with a message to refit, without being unpickled.
 """
@@ -40,24 +43,80 @@ from .._files import atomic_write
 from ._codecs import Payload, dump, from_json, load, to_json
 from ._file_io import InputError
 
-__all__ = ["MAGIC", "FORMAT", "MODELS", "SavedModel", "save_model", "load_model", "compatible"]
+__all__ = ["SavedModel", "save_model", "load_model", "MAGIC", "FORMAT"]
 
+#: The first line of every model file, which identifies one.
 MAGIC = b"QUANTILE-SURROGATE-MODEL\n"
+#: The layout written, in the header's ``"format"``: 1 was a joblib pickle (0.1.0, refused
+#: when read); 2 is JSON + tensors + checksum.
 FORMAT = 2
-"""1: a joblib pickle (0.1.0, refused); 2: JSON + tensors + checksum."""
 MAX_HEADER_BYTES = 65536
 BLOB = "blob:"
 """Sections named ``blob:NAME`` hold a boosted model in its library's own text format."""
 
 
+# `fit --model`: the estimator class behind each kind (SavedModel.model_kind).
 MODELS = {"linear": "QuantileClassifier", "mlp": "QuantileClassifier", "lightgbm": "QuantileBoostingClassifier",
           "xgboost": "QuantileBoostingClassifier"}
-"""``fit --model``: the estimator class behind each kind (:attr:`SavedModel.model_kind`)."""
 
 
 @dataclasses.dataclass
 class SavedModel:
-    """A fitted model with what the command line needs to use it on a new file."""
+    """A fitted model with what the command line needs to use it on a new file.
+
+    ``quantile-surrogate fit`` builds one and writes it with :func:`save_model`; ``predict``
+    and ``evaluate`` read it back with :func:`load_model`.
+
+    Parameters
+    ----------
+    model : estimator
+        ``Pipeline([FrameEncoder, QuantileClassifier or QuantileBoostingClassifier])``, a
+        ``GuaranteedThresholdClassifier`` around one, or one of those classifiers alone;
+        fitted.
+    label : str
+        The label column's name.
+    classes : list
+        ``[negative, positive]``, as written in the label column.
+    schema : dict
+        ``{"numeric": [...], "categorical": [...]}``, the feature columns.
+    objective : str
+        The objective trained for (:data:`~quantile_surrogate.objectives.OBJECTIVES`).
+    target : float
+        Its target.
+    model_kind : {"linear", "mlp", "lightgbm", "xgboost"}
+        ``fit --model``.
+    trained_on : str
+        The training file's name.
+    n_rows : int
+        Training rows.
+    delta : float or None, default=None
+        ``fit --delta``: the failure probability of a guaranteed threshold; None without.
+    calibration_size : float or None, default=None
+        ``fit --calibration-size``: the fraction held out for that threshold.
+    version : str, default=the running quantile_surrogate version
+        The version that wrote the model.
+    groups : str or None, default=None
+        The ``fit --groups`` column: every row is compared with its group's threshold.
+
+    See Also
+    --------
+    save_model, load_model
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from quantile_surrogate import QuantileClassifier
+    >>> from quantile_surrogate.cli.model_file import SavedModel
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2)); y = (X[:, 0] + rng.normal(size=200) > 1).astype(int)
+    >>> clf = QuantileClassifier(target=0.9, max_epochs=5, n_restarts=1, early_stopping=False,
+    ...                          random_state=0).fit(X, y)
+    >>> saved = SavedModel(model=clf, label="y", classes=[0, 1], schema={"numeric": ["x1", "x2"],
+    ...                    "categorical": []}, objective="precision_at_recall", target=0.9,
+    ...                    model_kind="linear", trained_on="example", n_rows=200)
+    >>> bool(np.array_equal(saved.decision_function(X) > 0, clf.predict(X) == 1))
+    True
+    """
 
     model: object
     """``Pipeline([FrameEncoder, QuantileClassifier])``, or a ``GuaranteedThresholdClassifier`` around one."""
@@ -95,7 +154,7 @@ class SavedModel:
         return np.asarray(self._thresholded().decision_function(X, groups=groups), dtype=np.float64)
 
 
-def compatible(saved: str, running: str) -> bool:
+def compatible(saved: str, running: str) -> bool:  # internal: the version check of _read_header
     """Same major and minor version: in 0.x a minor release may change the estimators' parameters."""
     return str(saved).split(".")[:2] == str(running).split(".")[:2]
 
@@ -117,7 +176,55 @@ def _encode(saved: SavedModel) -> bytes:
 
 
 def save_model(saved: SavedModel, path, *, inputs=()) -> None:
-    """Write ``saved`` to ``path`` atomically (:func:`quantile_surrogate._files.atomic_write`)."""
+    """Write ``saved`` to ``path`` atomically: a model file of :data:`FORMAT`, never a pickle.
+
+    The file is written to a temporary file in the same folder, flushed and renamed over
+    ``path``, so an interrupted save leaves the old file or the new one, never a torn one.
+
+    Parameters
+    ----------
+    saved : SavedModel
+        The model and its description.
+    path : str or path-like
+        The file to write (``.qs`` by convention).
+    inputs : sequence of path-like, default=()
+        Files the same command reads; ``path`` must not be one of them.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is one of ``inputs`` or exists and is not a regular file
+        (``OutputPathError``), or if the model holds an estimator or value that the file
+        format cannot store.
+
+    See Also
+    --------
+    load_model
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from quantile_surrogate import QuantileClassifier
+    >>> from quantile_surrogate.cli.model_file import SavedModel, load_model, save_model
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2)); y = (X[:, 0] + rng.normal(size=200) > 1).astype(int)
+    >>> clf = QuantileClassifier(target=0.9, max_epochs=5, n_restarts=1, early_stopping=False,
+    ...                          random_state=0).fit(X, y)
+    >>> saved = SavedModel(model=clf, label="y", classes=[0, 1], schema={"numeric": ["x1", "x2"],
+    ...                    "categorical": []}, objective="precision_at_recall", target=0.9,
+    ...                    model_kind="linear", trained_on="example", n_rows=200)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save_model(saved, Path(folder) / "model.qs")
+    ...     loaded = load_model(Path(folder) / "model.qs")
+    >>> bool(np.array_equal(loaded.decision_function(X), saved.decision_function(X)))
+    True
+    """
     data = _encode(saved)
     atomic_write(Path(path), lambda p: p.write_bytes(data), inputs=inputs)
 
@@ -154,7 +261,44 @@ def _read_header(path: Path, data: bytes) -> tuple[dict, bytes]:
 
 
 def load_model(path) -> SavedModel:
-    """Read a model written by :func:`save_model`: checksum first, then JSON and ``torch.load(weights_only=True)``."""
+    """Read a model written by :func:`save_model`: checksum first, then JSON and ``torch.load(weights_only=True)``.
+
+    Nothing is parsed before the checksum of every byte after the header matches, and
+    nothing in the file names code to run.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A model file.
+
+    Returns
+    -------
+    SavedModel
+
+    Raises
+    ------
+    InputError
+        (``quantile_surrogate.cli._file_io.InputError``, which the command line reports in
+        one line) if ``path`` is not a regular file, not a model file, damaged (the checksum
+        does not match), of another format or of an incompatible version (another minor
+        version in 0.x), or cannot be rebuilt.
+
+    See Also
+    --------
+    save_model
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from quantile_surrogate.cli.model_file import MAGIC, load_model
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "edited.qs"
+    ...     _ = path.write_bytes(MAGIC + b'{"format": 2}\\n')
+    ...     load_model(path)  # doctest: +ELLIPSIS, +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    InputError: .../edited.qs: the model file's header is damaged; refit the model.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such model file." if not path.exists() else f"{path}: not a regular file.")

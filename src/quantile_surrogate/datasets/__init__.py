@@ -28,16 +28,18 @@ __all__ = [
     "load_cover",
     "make_gaussian_mixture",
     "cover_path",
-    "SHA256",
     "HOUSING_COLUMNS",
 ]
 
+# The checksum each load compares a data file with (not public: an integrity check, not data).
 SHA256 = {
     "ionosphere.csv": "fd6dd7864b55d56dac0a1e6e24af9ccc35bf2555ac79af8ab9f3d1daa065ab83",
     "housing.data": "e3e36f7b9e5435f9eb8320e106aebad00031fefa3064527da0c71dec59e49b76",
     "10_cover.npz": "945a097c3542ae81a551bf1c06dcad78a755d94f84fcaf1d60687e42d1a656df",
 }
 
+#: The 14 columns of ``housing.data`` in file order (``load_housing(label="raw")``); the
+#: default ``load_housing()`` removes ``"CHAS"``, its label, and keeps the other 13 in this order.
 HOUSING_COLUMNS = (
     "CRIM", "ZN", "INDUS", "CHAS", "NOX", "RM", "AGE", "DIS", "RAD", "TAX", "PTRATIO", "B", "LSTAT", "MEDV",
 )
@@ -61,9 +63,37 @@ def _packaged(name: str) -> Path:
 def load_ionosphere(*, positive: str = "g"):
     """UCI Ionosphere (Sigillito et al. 1989; CC BY 4.0): 351 rows, 34 features.
 
-    Returns ``(X, y)``: ``X`` float64 of shape (351, 34), ``y`` int64 in {0, 1} with
-    ``y = 1`` for class ``positive`` (``"g"``, 225 rows, by default; ``"b"`` has 126).
-    Column 2 is constant 0 in the source and is kept, as the paper does not say otherwise.
+    The data of the paper's table 1 (section 5.1.1). Column 2 is constant 0 in the source
+    and is kept, as the paper does not say otherwise.
+
+    Parameters
+    ----------
+    positive : {"g", "b"}, default="g"
+        The class labelled 1: ``"g"`` ("good" radar returns, 225 rows) or ``"b"`` (126 rows).
+        The paper does not say which; docs/datasets.md has the evidence for ``"g"``.
+
+    Returns
+    -------
+    X : ndarray of shape (351, 34), float64
+    y : ndarray of shape (351,), int64 in {0, 1}
+
+    Raises
+    ------
+    ValueError
+        If ``positive`` is neither ``"g"`` nor ``"b"``.
+    OSError
+        If the packaged file does not match its sha256 (damaged or replaced).
+
+    See Also
+    --------
+    quantile_surrogate.experiments.labels.label_evidence : Which label reproduces the paper's table.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import load_ionosphere
+    >>> X, y = load_ionosphere()
+    >>> X.shape, int(y.sum())
+    ((351, 34), 225)
     """
     if positive not in ("g", "b"):
         raise ValueError(f"`positive` must be 'g' or 'b'; got {positive!r}.")
@@ -77,12 +107,37 @@ def load_ionosphere(*, positive: str = "g"):
 def load_housing(*, label: str = "chas"):
     """Boston Housing (UCI ``housing.data``): 506 rows, made binary as the paper's table suggests.
 
-    ``label="chas"`` (default): ``y = CHAS`` (35 positives) and ``X`` the other 13 columns
-    (MEDV included, CHAS removed), shape (506, 13). ``label="raw"`` returns the (506, 14)
-    table with no label, as ``(X, None)``, for other experiments.
+    The data of the paper's table 2 (section 5.1.1). The data set's feature ``B`` encodes a
+    racist assumption; UCI withdrew the data and scikit-learn removed it in 1.2. Use it only
+    to reproduce the paper.
 
-    The data set's feature ``B`` encodes a racist assumption; UCI withdrew the data and
-    scikit-learn removed it in 1.2. Use it only to reproduce the paper.
+    Parameters
+    ----------
+    label : {"chas", "raw"}, default="chas"
+        ``"chas"``: ``y = CHAS`` (the tract bounds the Charles River; 35 positives) and ``X``
+        the other 13 columns of :data:`HOUSING_COLUMNS` (MEDV included). ``"raw"``: the whole
+        (506, 14) table and no label, for other experiments.
+
+    Returns
+    -------
+    X : ndarray of shape (506, 13), or (506, 14) for ``label="raw"``, float64
+    y : ndarray of shape (506,), int64 in {0, 1}; None for ``label="raw"``
+
+    Raises
+    ------
+    ValueError
+        If ``label`` is neither ``"chas"`` nor ``"raw"``.
+    OSError
+        If the packaged file does not match its sha256.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import load_housing
+    >>> X, y = load_housing()
+    >>> X.shape, int(y.sum())
+    ((506, 13), 35)
+    >>> load_housing(label="raw")[0].shape
+    (506, 14)
     """
     if label not in ("chas", "raw"):
         raise ValueError(f"`label` must be 'chas' or 'raw'; got {label!r}.")
@@ -98,8 +153,29 @@ def load_housing(*, label: str = "chas"):
 
 
 def cover_path(data_home: str | os.PathLike | None = None) -> Path:
-    """Where ``10_cover.npz`` lives: ``data_home``, ``$QUANTILE_SURROGATE_DATA``, the source checkout's
-    ``data/cover/`` (where the repository commits it), in that order.
+    """Where ``10_cover.npz`` lives: the first folder that holds it.
+
+    Parameters
+    ----------
+    data_home : str or path-like, optional
+        Looked in first; then ``$QUANTILE_SURROGATE_DATA``, then the source checkout's
+        ``data/cover/`` (where the repository commits the file).
+
+    Returns
+    -------
+    pathlib.Path
+        The path of ``10_cover.npz``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If none of those folders holds the file (the message lists them).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import cover_path
+    >>> cover_path().name  # from a source checkout
+    '10_cover.npz'
     """
     candidates = []
     if data_home is not None:
@@ -121,10 +197,34 @@ def cover_path(data_home: str | os.PathLike | None = None) -> Path:
 def load_cover(data_home: str | os.PathLike | None = None):
     """UCI Covertype, class 4 (y = 1) against class 2 (y = 0): the stand-in for KDD Cup 2008.
 
-    KDD Cup 2008 cannot be had here; this is the closest real substitute at hand (large,
-    0.96 % positive). Prepared by ODDS ("ForestCover", 10 quantitative attributes) and
-    redistributed by ADBench. Returns ``X`` float64 of shape (286048, 10), unscaled, and
-    ``y`` int64 with 2,747 positives. Loaded lazily from :func:`cover_path`.
+    KDD Cup 2008 (the paper's figure 1) cannot be had here; this is the closest real
+    substitute at hand (large, 0.96 % positive). Prepared by ODDS ("ForestCover", 10
+    quantitative attributes) and redistributed by ADBench. Loaded lazily from
+    :func:`cover_path`.
+
+    Parameters
+    ----------
+    data_home : str or path-like, optional
+        A folder holding ``10_cover.npz``; see :func:`cover_path` for where else it is sought.
+
+    Returns
+    -------
+    X : ndarray of shape (286048, 10), float64, unscaled
+    y : ndarray of shape (286048,), int64 in {0, 1}, 2,747 positives
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is not found (:func:`cover_path`).
+    OSError
+        If it does not match its sha256.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import load_cover
+    >>> X, y = load_cover()  # from a source checkout, which holds data/cover/10_cover.npz
+    >>> X.shape, int(y.sum())
+    ((286048, 10), 2747)
     """
     path = cover_path(data_home)
     from io import BytesIO
@@ -134,7 +234,7 @@ def load_cover(data_home: str | os.PathLike | None = None):
 
 
 def make_gaussian_mixture(n_samples: int = 6000, *, prior: float = 0.1, random_state=None):
-    """The paper's synthetic data (section 5.2): a 2-D mixture of isotropic Gaussians, p(y = 1) = ``prior``.
+    r"""The paper's synthetic data (section 5.2): a 2-D mixture of isotropic Gaussians, p(y = 1) = ``prior``.
 
     The positives form one unit-variance cluster at the origin. The negatives are a mixture
     of a large cluster just above the positives (at (0, 3), 90 % of them) and a small one
@@ -143,9 +243,45 @@ def make_gaussian_mixture(n_samples: int = 6000, *, prior: float = 0.1, random_s
     of the near cluster in. A line that ignores the far cluster does far better at the same
     recall: on 6000 rows, precision at recall 0.95 is about 0.14 for thresholded logistic
     regression and about 0.38 for the best line (0.17 and 0.43 at recall 0.9; the paper's
-    figure reports 0.13 and 0.37). Labels are in {0, 1}.
+    figure reports 0.13 and 0.37).
 
-    Returns ``(X, y)`` with ``X`` float64 of shape (n_samples, 2).
+    Parameters
+    ----------
+    n_samples : int, default=6000
+        Rows to draw.
+    prior : float in (0, 1), default=0.1
+        The probability of a positive, p(y = 1).
+    random_state : int, numpy Generator or None, default=None
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2), float64
+    y : ndarray of shape (n_samples,), int64 in {0, 1}
+
+    Raises
+    ------
+    ValueError
+        If ``prior`` is not strictly between 0 and 1.
+
+    See Also
+    --------
+    quantile_surrogate.experiments.synthetic.run_synthetic : The paper's figure 2 on this data.
+
+    Notes
+    -----
+    The paper names the mixture but not its components; these are this library's choice:
+
+    .. math::
+        y \sim \mathrm{Bernoulli}(\pi), \qquad x \mid y = 1 \sim N(0, I_2), \qquad
+        x \mid y = 0 \sim 0.9\, N((0, 3), I_2) + 0.1\, N((-3, -6), I_2).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import make_gaussian_mixture
+    >>> X, y = make_gaussian_mixture(6000, random_state=0)
+    >>> X.shape, round(float(y.mean()), 3)
+    ((6000, 2), 0.104)
     """
     if not 0 < prior < 1:
         raise ValueError(f"`prior` must be in (0, 1); got {prior}.")

@@ -64,6 +64,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
     Parameters
     ----------
     objective : {"precision_at_recall", "precision_at_rate", "recall_at_fpr"}, default="precision_at_recall"
+        The metric to maximise under its rate constraint (:data:`~quantile_surrogate.objectives.OBJECTIVES`).
     target : float in (0, 1) or None, default=None
         The recall, predicted positive rate or FPR; None is the objective's default target.
     form : {"fp", "tp"}, default="fp"
@@ -77,6 +78,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         gradient, and a threshold pull concentrated on a dozen positives overfits them
         (docs/boosting.md has the measurement).
     surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound ``l`` of the 0-1 loss.
     backend : {"lightgbm", "xgboost"}, default="lightgbm"
     n_estimators : int >= 1, default=100
         Log-loss rounds of the starting model.
@@ -97,6 +99,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
     early_stopping : bool, default=True
         False skips step 2's selection and keeps all ``n_quantile_estimators`` rounds.
     validation_fraction : float in (0, 1), default=0.2
+        Fraction of the rows held out in each validation split of step 2.
     validation_splits : int >= 1 or "auto", default="auto"
         "auto": 3 up to 10,000 rows (a held-out metric on few rows is noisy), 1 above.
     n_iter_no_change : int >= 1 or None, default=20
@@ -105,6 +108,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         Refit on every row after the selection; "auto": refit with several validation
         splits (small data), keep the first split's model with one (above 10,000 rows).
     random_state : int, RandomState or None, default=None
+        Seeds the validation splits and the backend.
     verbose : bool or int, default=False
         Print the selected number of rounds and the held-out metric.
 
@@ -135,10 +139,28 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
+    Raises
+    ------
+    ValueError
+        From ``fit``: a ``form`` the objective has not, a group without a row of ``A``, or
+        scores that became NaN or inf (lower ``learning_rate``).
+    ImportError
+        From ``fit``, when the chosen backend is not installed.
+
+    See Also
+    --------
+    quantile_surrogate.QuantileClassifier : A linear model or MLP trained on the same losses.
+    quantile_surrogate.boosting.objective_gradient_hessian : The gradient and Hessian each tree fits.
+
     Notes
     -----
-    Missing values (NaN) in ``X`` are allowed: both backends route them natively. Sample
-    weights are not supported (the threshold is a quantile of unweighted scores).
+    The quantile rounds minimise, for precision at recall ``c`` (eq. (7)),
+
+    .. math::
+        \sum_{i: y_i = 0} l\big(f(x_i) - \hat q(f(X^+), 1 - c)\big),
+
+    and eq. (9) or (10) for precision at a rate. Missing values (NaN) in ``X`` are allowed:
+    both backends route them natively.
 
     Examples
     --------

@@ -1,8 +1,9 @@
 r"""Decision thresholds with a held-out guarantee: the scikit-learn side.
 
 The order statistics that carry the guarantee, and their proof, are in
-:mod:`quantile_surrogate.guarantees` (:func:`recall_threshold`, :func:`fpr_threshold`,
-:func:`rate_threshold`, re-exported here). This module wraps them for estimators:
+:mod:`quantile_surrogate.guarantees` (:func:`~quantile_surrogate.guarantees.recall_threshold`,
+:func:`~quantile_surrogate.guarantees.fpr_threshold`,
+:func:`~quantile_surrogate.guarantees.rate_threshold`). This module wraps them for estimators:
 :class:`GuaranteedThresholdClassifier` fits an estimator (or takes a frozen one) and sets the
 guaranteed threshold on held-out rows, one per group with ``groups=``, and
 :func:`calibrate_threshold` does that for an estimator that is already fitted.
@@ -33,19 +34,11 @@ from ..objectives import OBJECTIVES
 from ._groups import encode_groups, split_strata
 from ._threshold import ThresholdedClassifier
 
-__all__ = [
-    "recall_threshold",
-    "fpr_threshold",
-    "rate_threshold",
-    "guaranteed_rank",
-    "min_calibration_size",
-    "calibrate_threshold",
-    "GuaranteedThresholdClassifier",
-    "CONSTRAINTS",
-    "BOUNDS",
-]
+# The functions of quantile_surrogate.guarantees imported above are documented there, not here.
+__all__ = ["GuaranteedThresholdClassifier", "calibrate_threshold", "CONSTRAINTS"]
 
-# constraint -> (rows it is measured on, side of the threshold that is bounded)
+#: Values of ``constraint=``, one per objective of :data:`~quantile_surrogate.objectives.OBJECTIVES`:
+#: ``"recall"`` (on the positives), ``"rate"`` (on every row) and ``"fpr"`` (on the negatives).
 CONSTRAINTS = tuple(objective.constraint for objective in OBJECTIVES.values())
 
 GROUP_TOO_FEW_MESSAGE = (
@@ -93,7 +86,10 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     estimator : classifier with ``decision_function`` or ``predict_proba``
         Binary; its ``classes_[1]`` is the positive class, as in scikit-learn.
     constraint : {"recall", "fpr", "rate"}, default="recall"
+        The rate to guarantee (:data:`CONSTRAINTS`): recall (measured on the positives),
+        false positive rate (on the negatives) or predicted positive rate (on every row).
     target : float in (0, 1), default=0.95
+        Recall >= target, FPR <= target, or the rate bounded as ``bound`` says.
     delta : float in (0, 1), default=0.05
         The constraint holds on new data with probability at least ``1 - delta``.
     bound : {"upper", "lower"}, default="upper"
@@ -108,24 +104,72 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
 
     Attributes
     ----------
-    estimator_ : the fitted estimator.
-    classes_ : ndarray of shape (2,), ``estimator_.classes_``.
-    threshold_ : float, on the scale of the response; positive iff response > threshold_.
-        With ``groups``: ndarray of shape (n_groups,), the same array as ``group_thresholds_``.
+    estimator_ : estimator
+        The fitted estimator.
+    classes_ : ndarray of shape (2,)
+        ``estimator_.classes_``.
+    threshold_ : float, or ndarray of shape (n_groups,) with ``groups``
+        On the scale of the response; positive iff ``response > threshold_``. With ``groups``
+        the same array as ``group_thresholds_``.
     groups_ : ndarray of shape (n_groups,) or None
         The sorted group labels seen in ``fit(X, y, groups=...)``; None without groups.
     group_thresholds_ : ndarray of shape (n_groups,) or None
         One guaranteed threshold per entry of ``groups_``; row ``i`` is positive iff
         ``response_i > group_thresholds_[group of i]``.
-    n_calibration_ : int, held-out rows the constraint was measured on (per group with ``groups``).
-    calibration_value_ : float, the constrained rate on those rows at ``threshold_`` (per group with ``groups``).
+    n_calibration_ : int or ndarray of shape (n_groups,)
+        Held-out rows the constraint was measured on (per group with ``groups``).
+    calibration_value_ : float or ndarray of shape (n_groups,)
+        The constrained rate on those rows at ``threshold_`` (per group with ``groups``).
+
+    Raises
+    ------
+    ValueError
+        From ``fit``: a target that is not binary, ``sample_weight`` (see ``fit``), or too
+        few held-out rows of the constrained subset (of a group, with ``groups``) for the
+        guarantee: fewer than :func:`~quantile_surrogate.guarantees.min_calibration_size`.
+    TypeError
+        From ``fit`` and ``predict``: an estimator with neither ``decision_function`` nor
+        ``predict_proba``.
+
+    See Also
+    --------
+    calibrate_threshold : The same for an estimator that is already fitted.
+    quantile_surrogate.guarantees.recall_threshold : The order statistic and its proof.
+    quantile_surrogate.QuantileClassifier : Trains for the operating point; wrap it here to guarantee it.
 
     Notes
     -----
+    Not in the paper, which sets the threshold at the training scores' quantile
+    :math:`q(f(A), 1 - c)` (Proposition 1): on new data that meets a recall target only
+    about half the time. Here, for recall, with :math:`S_{(1)} \le \dots \le S_{(n)}` the
+    held-out positives' scores, the threshold sits just below :math:`S_{(k)}` with
+
+    .. math::
+        k = \max\{k : P(\mathrm{Binomial}(n, 1 - c) \ge k) \ge 1 - \delta\},
+
+    so that :math:`P(\text{recall on new data} \ge c) \ge 1 - \delta` over the draw of the
+    held-out rows, whatever the score distribution; FPR and rate use the same rank
+    function (:func:`~quantile_surrogate.guarantees.guaranteed_rank` has the proof).
+
     With ``groups`` the guarantee holds in each group separately, with probability at least
     ``1 - delta`` each. Given the group of every held-out row, the groups' held-out scores are
     independent, so all ``G`` groups meet the constraint at once with probability at least
     ``(1 - delta) ** G``; for a simultaneous ``1 - delta'``, pass ``delta = 1 - (1 - delta') ** (1 / G)``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from quantile_surrogate import GuaranteedThresholdClassifier
+    >>> X, y = make_classification(2000, weights=[0.8, 0.2], random_state=0)
+    >>> clf = GuaranteedThresholdClassifier(LogisticRegression(), constraint="recall", target=0.9,
+    ...                                     delta=0.05, random_state=0).fit(X, y)
+    >>> clf.n_calibration_  # held-out positives the threshold was set on
+    122
+    >>> bool(clf.calibration_value_ >= 0.9)  # their recall; >= 0.9 on new data with probability 0.95
+    True
+    >>> clf.predict(X[:5])
+    array([1, 0, 0, 0, 1])
     """
 
     _parameter_constraints = {
@@ -304,9 +348,42 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
     (one label per row of ``X_cal``) each group gets its own guaranteed threshold, and the result
     needs ``groups=`` in ``predict``, ``decision_function`` and ``score``.
 
+    Parameters
+    ----------
+    estimator : fitted binary classifier with ``decision_function`` or ``predict_proba``
+        Not refitted; ``estimator.classes_[1]`` is the positive class.
+    X_cal : array-like of shape (n, d)
+        Held-out rows, not used to fit ``estimator``.
+    y_cal : array-like of shape (n,)
+        Their labels.
+    constraint, target, delta, bound, response_method
+        As in :class:`GuaranteedThresholdClassifier`.
+    groups : array-like of shape (n,), optional
+        A group label per row of ``X_cal``: one guaranteed threshold per group.
+
+    Returns
+    -------
+    GuaranteedThresholdClassifier
+        Fitted, around ``FrozenEstimator(estimator)``; ``threshold_`` is the guaranteed threshold.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``estimator`` is not fitted.
+    ValueError
+        As :meth:`GuaranteedThresholdClassifier.fit`: too few held-out rows of the constrained
+        subset for the guarantee, or labels ``estimator`` does not know.
+
+    See Also
+    --------
+    GuaranteedThresholdClassifier : Fits the estimator and calibrates on a split of the rows.
+    quantile_surrogate.guarantees.recall_threshold : The threshold from held-out scores alone.
+
     Examples
     --------
+    >>> import numpy as np
     >>> from sklearn.linear_model import LogisticRegression
+    >>> from quantile_surrogate import calibrate_threshold
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 2)); y = (X[:, 0] + rng.normal(size=2000) > 1).astype(int)
     >>> lr = LogisticRegression().fit(X[:1000], y[:1000])

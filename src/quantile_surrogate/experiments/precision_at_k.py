@@ -34,8 +34,9 @@ from ..training import predict_scores, train
 from ._heads import train_linear_heads
 from .paper import Protocol
 
-__all__ = ["run_precision_at_k", "summarise", "family_scores", "LOADERS"]
+__all__ = ["run_precision_at_k", "summarise"]
 
+# Protocol.dataset -> its loader (used when run_precision_at_k gets no `data=`).
 LOADERS = {
     "ionosphere": datasets.load_ionosphere,
     "housing": datasets.load_housing,
@@ -133,11 +134,78 @@ def _run_split(split, X, y, protocol: Protocol, select, folds, rounding):
 
 def run_precision_at_k(protocol: Protocol, *, n_splits=None, select="cv", folds=3, rounding="ceil",
                        n_jobs=1, progress=True, data=None) -> pd.DataFrame:
-    """Run the protocol on ``n_splits`` random splits; one row per (split, tau, method, value).
+    r"""Run the protocol on ``n_splits`` random splits; one row per (split, tau, method, value).
 
-    Returns a DataFrame with columns ``split, tau, method, parameter, value, validation, test``
-    (``validation`` is the inner cross-validated P@tau, NaN for ``select="paper"``). Splits
-    run in parallel with joblib (``n_jobs=-1``: all cores), each on one torch thread.
+    Splits run in parallel with joblib, each on one torch thread. Split ``s`` is seeded by
+    ``s``, so a run is reproducible and its first splits do not depend on ``n_splits``.
+
+    Parameters
+    ----------
+    protocol : Protocol
+        The experiment (:data:`~quantile_surrogate.experiments.paper.PROTOCOLS`, or one
+        changed with :func:`dataclasses.replace`).
+    n_splits : int or None, default=None
+        Random train/test splits; None for ``protocol.n_splits``.
+    select : {"cv", "paper"}, default="cv"
+        How the regularisation value is chosen per tau (see the module docstring):
+        cross-validation on the training part, or the best mean test score (the paper's).
+    folds : int, default=3
+        Inner cross-validation folds for ``select="cv"``.
+    rounding : {"ceil", "floor"}, default="ceil"
+        ``K = ceil(tau n)`` or ``floor(tau n)`` test rows counted as predicted positive.
+    n_jobs : int, default=1
+        Parallel processes (``-1``: all cores).
+    progress : bool, default=True
+        Show a tqdm bar over the splits.
+    data : (X, y), optional
+        Run the protocol on these arrays instead of ``protocol.dataset``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``split, tau, method, parameter, value, validation, test``: the method's
+        regularisation ``parameter`` and its ``value``, the inner cross-validated P@tau
+        (``validation``, NaN for ``select="paper"``) and the test P@tau. With
+        ``select="cv"`` one row per (split, tau, method), at the selected value.
+
+    Raises
+    ------
+    ValueError
+        If ``select`` is neither ``"cv"`` nor ``"paper"``.
+
+    See Also
+    --------
+    summarise : Mean and std per (tau, method), as the paper's tables print them.
+
+    Notes
+    -----
+    The test score is precision at the predicted positive rate tau (section 5.1),
+
+    .. math::
+        P@\tau = \frac{1}{K} \sum_{i \in \mathrm{top}_K(f)} \mathbf{1}[y_i = 1],
+        \qquad K = \lceil \tau n_{\mathrm{test}} \rceil,
+
+    and the quantile family minimises eq. (9) (``form="fp"``) or eq. (10) (``"tp"``) with
+    the Gaussian kernel estimator (eq. (13), normalised) at ``protocol.bandwidth``.
+
+    Examples
+    --------
+    Logistic regression on a small synthetic data set, two splits (the paper's protocols
+    take minutes to hours):
+
+    >>> import dataclasses
+    >>> from quantile_surrogate.datasets import make_gaussian_mixture
+    >>> from quantile_surrogate.experiments import PROTOCOLS, run_precision_at_k, summarise
+    >>> protocol = dataclasses.replace(PROTOCOLS["ionosphere"], taus=(0.1,), families=("LR",),
+    ...                                grids={"LR": ("C", (0.1, 1.0))})
+    >>> results = run_precision_at_k(protocol, n_splits=2, select="paper", progress=False,
+    ...                              data=make_gaussian_mixture(400, random_state=0))
+    >>> results.shape, list(results.columns)
+    ((4, 7), ['split', 'tau', 'method', 'parameter', 'value', 'validation', 'test'])
+    >>> [round(v, 3) for v in results.test]  # P@tau counts K = ceil(0.1 * 280) = 28 test rows
+    [0.357, 0.357, 0.357, 0.393]
+    >>> summarise(results)[["method", "value", "mean"]].round(3).values.tolist()
+    [['LR', 1.0, 0.375]]
     """
     if select not in ("cv", "paper"):
         raise ValueError(f"`select` must be 'cv' or 'paper'; got {select!r}.")
@@ -157,6 +225,33 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
 
     With one value per split (``select="cv"``) that is the plain mean; with every value on
     every split (``select="paper"``) the value with the best mean test P@tau is kept.
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        The output of :func:`run_precision_at_k`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (tau, method) with columns ``tau, method, value, mean, std, n`` (in the
+        order ``tau, method, mean, std, n, value`` for ``select="cv"``, where ``value`` is the
+        value chosen most often); ``n`` counts the splits.
+
+    See Also
+    --------
+    quantile_surrogate.experiments.report.markdown_table : Prints it beside the paper's table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from quantile_surrogate.experiments import summarise
+    >>> results = pd.DataFrame({"split": [0, 1, 0, 1], "tau": 0.1, "method": "LR", "parameter": "C",
+    ...                         "value": [0.1, 0.1, 1.0, 1.0], "validation": float("nan"),
+    ...                         "test": [0.5, 0.7, 0.6, 0.8]})
+    >>> row = summarise(results).iloc[0]  # every value on every split: the best mean is kept
+    >>> float(row.value), round(float(row["mean"]), 3), int(row.n)
+    (1.0, 0.7, 2)
     """
     stats = (results.groupby(["tau", "method", "value"])["test"]
              .agg(mean="mean", std="std", n="count").reset_index())

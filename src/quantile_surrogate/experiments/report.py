@@ -1,4 +1,11 @@
-"""Tables and plots for the experiments: ours beside the paper's, written to an output folder."""
+"""Tables and plots for the experiments: ours beside the paper's, written to an output folder.
+
+Each function takes the summary of :func:`~quantile_surrogate.experiments.precision_at_k.summarise`
+(one row per tau and method, with columns ``tau, method, mean, std, n``) and, optionally, the
+paper's numbers for the data set (``PAPER_TABLES[dataset]`` of
+:mod:`quantile_surrogate.experiments.paper`). ``quantile-surrogate reproduce`` writes their
+output to ``table.md`` and a PNG.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ import pandas as pd  # noqa: E402
 
 from .._files import atomic_write  # noqa: E402
 
-__all__ = ["markdown_table", "gap_table", "plot_precision_at_tau", "write_atomically"]
+__all__ = ["markdown_table", "gap_table", "plot_precision_at_tau"]
 
 
 def _cell(mean, std):
@@ -23,7 +30,38 @@ def _cell(mean, std):
 
 
 def markdown_table(summary: pd.DataFrame, paper: dict | None, methods, taus) -> str:
-    """One row per tau; for each method 'ours (paper)' as mean ± std."""
+    """A markdown table with one row per tau: each method's mean ± std, ours beside the paper's.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        Columns ``tau, method, mean, std`` (:func:`~quantile_surrogate.experiments.precision_at_k.summarise`).
+    paper : dict or None
+        ``{method: {tau: (mean, std)}}``; a method in it gets a second column with the paper's
+        numbers. None for none.
+    methods : sequence of str
+        The methods, in column order.
+    taus : sequence of float
+        The rows; printed as percentages.
+
+    Returns
+    -------
+    str
+        The table, without a final newline; a missing entry is ``-``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from quantile_surrogate.experiments.report import markdown_table
+    >>> summary = pd.DataFrame({"tau": [0.01, 0.05], "method": "Q3", "mean": [0.95, 0.97],
+    ...                         "std": [0.1, 0.05], "n": 100})
+    >>> paper = {"Q3": {0.01: (0.98, 0.10), 0.05: (0.98, 0.07)}}
+    >>> print(markdown_table(summary, paper, ["Q3"], [0.01, 0.05]))
+    | tau % | Q3 ours | Q3 paper |
+    |---|---|---|
+    | 1 | 0.95 ± 0.10 | 0.98 ± 0.10 |
+    | 5 | 0.97 ± 0.05 | 0.98 ± 0.07 |
+    """
     header = ["tau %"] + [f"{m} ours" + (f" | {m} paper" if paper and m in paper else "") for m in methods]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * sum(1 + (bool(paper) and m in paper) for m in methods) + "---|"]
     for tau in taus:
@@ -38,7 +76,49 @@ def markdown_table(summary: pd.DataFrame, paper: dict | None, methods, taus) -> 
 
 
 def gap_table(summary: pd.DataFrame, paper: dict, method: str, taus, paper_n: int = 100) -> str:
-    """Ours minus the paper's mean for ``method``, with the standard error of the difference."""
+    r"""Ours minus the paper's mean for ``method``, with the standard error of the difference.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        Columns ``tau, method, mean, std, n``.
+    paper : dict
+        ``{method: {tau: (mean, std)}}``, the paper's numbers.
+    method : str
+        The method compared.
+    taus : sequence of float
+        The rows; a tau missing from ours or the paper's is skipped.
+    paper_n : int, default=100
+        The paper's number of splits.
+
+    Returns
+    -------
+    str
+        A markdown table: the difference, its standard error and whether ours is within two
+        standard errors below the paper's mean, or above it.
+
+    Notes
+    -----
+    With our mean :math:`m`, standard deviation :math:`s` over :math:`n` splits, and the
+    paper's :math:`m_p, s_p` over :math:`n_p` splits,
+
+    .. math::
+        \mathrm{s.e.} = \sqrt{s^2 / n + s_p^2 / n_p}, \qquad
+        \text{verdict "yes"} \iff m - m_p \ge -2\,\mathrm{s.e.}
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from quantile_surrogate.experiments.report import gap_table
+    >>> summary = pd.DataFrame({"tau": [0.01, 0.05], "method": "Q3", "mean": [0.95, 0.97],
+    ...                         "std": [0.1, 0.05], "n": 100})
+    >>> paper = {"Q3": {0.01: (0.98, 0.10), 0.05: (0.98, 0.07)}}
+    >>> print(gap_table(summary, paper, "Q3", [0.01, 0.05]))
+    | tau % | Q3 ours - paper | s.e. of difference | within 2 s.e. or better |
+    |---|---|---|---|
+    | 1 | -0.030 | 0.014 | no |
+    | 5 | -0.010 | 0.009 | yes |
+    """
     lines = [f"| tau % | {method} ours - paper | s.e. of difference | within 2 s.e. or better |", "|---|---|---|---|"]
     for tau in taus:
         row = summary[(summary.tau == tau) & (summary.method == method)]
@@ -54,7 +134,41 @@ def gap_table(summary: pd.DataFrame, paper: dict, method: str, taus, paper_n: in
 
 
 def plot_precision_at_tau(summary: pd.DataFrame, paper: dict | None, methods, taus, title: str, path: Path):
-    """P@tau against tau with ±1 std error bars for each method; the paper's as hollow markers."""
+    """Plot P@tau against tau with ±1 std error bars for each method; the paper's as hollow markers.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        Columns ``tau, method, mean, std``.
+    paper : dict or None
+        ``{method: {tau: (mean, std)}}``: the paper's means, drawn as hollow markers.
+    methods : sequence of str
+        The methods drawn, each a line (offset a little along x so the bars do not overlap).
+    taus : sequence of float
+        The x values (drawn as percentages).
+    title : str
+        The plot's title.
+    path : pathlib.Path
+        The PNG to write (atomically: a temporary file in the same folder, then renamed).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from quantile_surrogate.experiments.report import plot_precision_at_tau
+    >>> summary = pd.DataFrame({"tau": [0.01, 0.05], "method": "Q3", "mean": [0.95, 0.97],
+    ...                         "std": [0.1, 0.05]})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "p_at_tau.png"
+    ...     plot_precision_at_tau(summary, None, ["Q3"], [0.01, 0.05], "Ionosphere", path)
+    ...     path.read_bytes()[:4]
+    b'\x89PNG'
+    """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     x = [100 * t for t in taus]
     for j, m in enumerate(methods):

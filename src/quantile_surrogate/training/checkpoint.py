@@ -32,10 +32,13 @@ import torch
 from .._files import atomic_write, remove_stale_temporaries
 from ._state import LoopState, TrainingSettings
 
-__all__ = ["CHECKPOINT_VERSION", "checkpoint_seed", "fingerprint", "load_checkpoint", "save_checkpoint"]
+# fingerprint, load_checkpoint and save_checkpoint are the training loop's plumbing (they take its
+# private records); users pass ``checkpoint=`` to train() or the estimators.
+__all__ = ["checkpoint_seed", "CHECKPOINT_VERSION"]
 
+#: The checkpoint format written and resumed. Version 2: the loop state as typed records, the
+#: drawn seed, a fingerprint per part; a checkpoint of another version is refused (``ValueError``).
 CHECKPOINT_VERSION = 2
-"""Version 2: the loop state as typed records, the drawn seed, a fingerprint per part."""
 
 FORMAT = "quantile_surrogate.training checkpoint"
 
@@ -140,6 +143,39 @@ def checkpoint_seed(path) -> int | None:
     That is ``random_state``, or the seed drawn for ``random_state=None``. A caller that
     draws its own seed before calling :func:`~quantile_surrogate.training.train` (to split
     the data, say) reuses this one to resume.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The ``checkpoint=`` path of a fit.
+
+    Returns
+    -------
+    int or None
+        The fit's seed; None if no file is at ``path``.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not a regular file, or not a readable checkpoint of this version.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import torch
+    >>> from quantile_surrogate.training import train
+    >>> from quantile_surrogate.training.checkpoint import checkpoint_seed
+    >>> X = torch.randn(60, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> y = X[:, 0] > 0
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "run.pt"
+    ...     first = train(torch.nn.Linear(2, 1, dtype=torch.float64), X, y, max_epochs=2, checkpoint=path)
+    ...     seed = checkpoint_seed(path)  # drawn, since random_state=None
+    ...     missing = checkpoint_seed(Path(folder) / "missing.pt")
+    >>> again = train(torch.nn.Linear(2, 1, dtype=torch.float64), X, y, max_epochs=2, random_state=seed)
+    >>> again.loss == first.loss, missing
+    (True, None)
     """
     saved = _read(Path(path))
     if saved is None:

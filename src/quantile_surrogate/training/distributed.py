@@ -45,7 +45,23 @@ __all__ = ["all_gather_scores", "distributed_loss", "DistributedQuantileLoss", "
 
 
 def world_size(group=None) -> int:
-    """Ranks in ``group``; 1 when ``torch.distributed`` is not initialised."""
+    """Ranks in ``group``; 1 when ``torch.distributed`` is not initialised.
+
+    Parameters
+    ----------
+    group : ProcessGroup, optional
+        The process group; None for the default (world) group.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from quantile_surrogate.training.distributed import world_size
+    >>> world_size()  # a single process
+    1
+    """
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size(group)
     return 1
@@ -88,6 +104,18 @@ def all_gather_scores(local: torch.Tensor, group=None) -> torch.Tensor:
     Returns
     -------
     Tensor of shape (sum_r n_r,)
+
+    Raises
+    ------
+    ValueError
+        If ``local`` is not 1-D.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.training.distributed import all_gather_scores
+    >>> all_gather_scores(torch.tensor([0.5, -1.0]))  # one process: the local scores
+    tensor([ 0.5000, -1.0000])
     """
     if local.ndim != 1:
         raise ValueError(f"`local` must be 1-D; got shape {tuple(local.shape)}. Flatten it with .reshape(-1).")
@@ -193,6 +221,19 @@ def distributed_loss(
     -------
     Tensor of shape () (or (n_r,) for ``"none"``), or :class:`~quantile_surrogate.losses.QuantileLossOutput`.
 
+    Raises
+    ------
+    TypeError
+        If ``loss_fn`` is not one of the losses above, or ``labels`` is not a tensor.
+    ValueError
+        For ``groups=``, a bad ``reduction``, or ``rate_constrained_loss`` without ``subset=``
+        or ``threshold_scores=``.
+
+    See Also
+    --------
+    DistributedQuantileLoss : The same for a loss module.
+    all_gather_scores : The differentiable gather it uses.
+
     Notes
     -----
     Every rank estimates the same threshold from the same gathered scores (a sort or a
@@ -207,6 +248,17 @@ def distributed_loss(
 
         loss = distributed_loss(precision_at_recall_loss, ddp_model(x).squeeze(-1), y, recall=0.9)
         loss.backward()  # DDP averages: the gradient of the full-batch loss
+
+    In a single process it is the loss itself:
+
+    >>> import torch
+    >>> from quantile_surrogate import precision_at_recall_loss
+    >>> from quantile_surrogate.training.distributed import distributed_loss
+    >>> scores = torch.linspace(-2, 2, 20, dtype=torch.float64)
+    >>> labels = torch.arange(20) % 3 == 0
+    >>> loss = distributed_loss(precision_at_recall_loss, scores, labels, recall=0.9)
+    >>> round(float(loss), 4), round(float(precision_at_recall_loss(scores, labels, recall=0.9)), 4)
+    (2.2509, 2.2509)
     """
     rows = LOSS_ROWS.get(loss_fn)
     if rows is None:
@@ -243,6 +295,36 @@ class DistributedQuantileLoss(nn.Module):
     ``DistributedQuantileLoss(PrecisionAtRecallLoss(0.9))(scores, labels)`` calls
     :func:`distributed_loss` with the wrapped module's settings; ``threshold`` keeps the
     last (global) threshold, as the wrapped module does.
+
+    Parameters
+    ----------
+    loss : torch.nn.Module
+        A loss module of :mod:`quantile_surrogate.modules` (``PrecisionAtRecallLoss``, ...).
+    average_gradients : bool, default=True
+        As in :func:`distributed_loss`: scale by the world size for DDP's averaging.
+    group : ProcessGroup, optional
+        The process group; None for the default one.
+
+    Attributes
+    ----------
+    threshold : Tensor of shape ()
+        The last global threshold (NaN before the first call); not saved in ``state_dict``.
+
+    Raises
+    ------
+    TypeError
+        If ``loss`` is not a loss module of :mod:`quantile_surrogate.modules`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import PrecisionAtRecallLoss
+    >>> from quantile_surrogate.training.distributed import DistributedQuantileLoss
+    >>> criterion = DistributedQuantileLoss(PrecisionAtRecallLoss(0.9))
+    >>> scores = torch.linspace(-2, 2, 20, dtype=torch.float64)
+    >>> loss = criterion(scores, torch.arange(20) % 3 == 0)  # one process: the wrapped loss
+    >>> round(float(loss), 4), round(float(criterion.threshold), 4)
+    (2.2509, -1.9991)
     """
 
     def __init__(self, loss: nn.Module, *, average_gradients: bool = True, group=None):

@@ -17,16 +17,69 @@ from torch import nn
 
 __all__ = ["ACTIVATIONS", "linear_scorer", "mlp_scorer", "build_scorer", "reset_parameters", "fit_logistic"]
 
+#: Values of ``activation=`` of :func:`mlp_scorer`: name -> the ``torch.nn`` module class put
+#: between layers ("logistic" is the sigmoid, as in scikit-learn's ``MLPClassifier``).
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
 
 
 def linear_scorer(n_features: int) -> nn.Module:
-    """``f(x) = w^T x + b``, the paper's model: ``nn.Linear(n_features, 1)`` with PyTorch's random init."""
+    """``f(x) = w^T x + b``, the paper's model: ``nn.Linear(n_features, 1)`` with PyTorch's random init.
+
+    Parameters
+    ----------
+    n_features : int
+        ``d``, the number of input features.
+
+    Returns
+    -------
+    torch.nn.Linear
+        Maps (n, d) to (n, 1) scores; float32 (``.double()`` for float64).
+
+    See Also
+    --------
+    mlp_scorer, build_scorer
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.training.models import linear_scorer
+    >>> linear_scorer(3)
+    Linear(in_features=3, out_features=1, bias=True)
+    >>> linear_scorer(3)(torch.zeros(5, 3)).shape
+    torch.Size([5, 1])
+    """
     return nn.Linear(n_features, 1)
 
 
 def mlp_scorer(n_features: int, hidden_layer_sizes: Sequence[int], activation: str = "relu") -> nn.Module:
-    """A multi-layer perceptron ``d -> h_1 -> ... -> h_L -> 1`` with ``activation`` between layers."""
+    """A multi-layer perceptron ``d -> h_1 -> ... -> h_L -> 1`` with ``activation`` between layers.
+
+    Parameters
+    ----------
+    n_features : int
+        ``d``, the number of input features.
+    hidden_layer_sizes : sequence of int
+        The widths ``h_1..h_L`` of the hidden layers; empty gives a linear model.
+    activation : {"relu", "tanh", "logistic", "identity"}, default="relu"
+        The nonlinearity after each hidden layer (:data:`ACTIVATIONS`).
+
+    Returns
+    -------
+    torch.nn.Sequential
+        Maps (n, d) to (n, 1) scores.
+
+    Raises
+    ------
+    ValueError
+        For an ``activation`` not in :data:`ACTIVATIONS`.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.training.models import mlp_scorer
+    >>> model = mlp_scorer(3, (8, 4), activation="tanh")
+    >>> [type(layer).__name__ for layer in model]
+    ['Linear', 'Tanh', 'Linear', 'Tanh', 'Linear']
+    """
     if activation not in ACTIVATIONS:
         raise ValueError(f"`activation` must be one of {sorted(ACTIVATIONS)}; got {activation!r}.")
     layers: list[nn.Module] = []
@@ -39,7 +92,37 @@ def mlp_scorer(n_features: int, hidden_layer_sizes: Sequence[int], activation: s
 
 
 def build_scorer(n_features: int, hidden_layer_sizes: Sequence[int] = (), module_factory=None) -> nn.Module:
-    """Linear if ``hidden_layer_sizes`` is empty, an MLP otherwise, or ``module_factory(n_features)``."""
+    """The scoring function of :class:`~quantile_surrogate.QuantileClassifier`: linear, an MLP, or the user's.
+
+    Parameters
+    ----------
+    n_features : int
+        ``d``, the number of input features.
+    hidden_layer_sizes : sequence of int, default=()
+        Empty for :func:`linear_scorer`, else the hidden widths of a ReLU :func:`mlp_scorer`.
+    module_factory : callable, optional
+        ``module_factory(n_features) -> torch.nn.Module``; overrides ``hidden_layer_sizes``.
+
+    Returns
+    -------
+    torch.nn.Module
+
+    Raises
+    ------
+    TypeError
+        If ``module_factory`` returns something other than a ``torch.nn.Module``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.training.models import build_scorer
+    >>> build_scorer(3)
+    Linear(in_features=3, out_features=1, bias=True)
+    >>> len(build_scorer(3, (8,)))  # Linear, ReLU, Linear
+    3
+    >>> build_scorer(3, module_factory=lambda d: torch.nn.Bilinear(d, d, 1))
+    Bilinear(in1_features=3, in2_features=3, out_features=1, bias=True)
+    """
     if module_factory is not None:
         model = module_factory(n_features)
         if not isinstance(model, nn.Module):
@@ -53,7 +136,30 @@ def build_scorer(n_features: int, hidden_layer_sizes: Sequence[int] = (), module
 
 
 def reset_parameters(model: nn.Module) -> nn.Module:
-    """Draw fresh random parameters for every submodule that defines ``reset_parameters``."""
+    """Draw fresh random parameters for every submodule that defines ``reset_parameters``.
+
+    :func:`~quantile_surrogate.training.train` calls it for each random restart.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Changed in place; the draws come from PyTorch's global generator.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model`` itself.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.training.models import linear_scorer, reset_parameters
+    >>> _ = torch.manual_seed(0)
+    >>> model = linear_scorer(2)
+    >>> before = model.weight.detach().clone()
+    >>> reset_parameters(model) is model, torch.equal(before, model.weight)
+    (True, False)
+    """
     for module in model.modules():
         reset = getattr(module, "reset_parameters", None)
         if callable(reset):
@@ -79,10 +185,48 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     .. math::
         \min_w \frac1N \sum_i \log(1 + e^{-\tilde y_i f(x_i; w)}) + \frac{\alpha}{2} \|W\|^2,
 
-    with ``W`` the weight matrices (biases are not penalised). For a linear model and
-    ``alpha = 1 / N`` this is scikit-learn's ``LogisticRegression(C=1)``. Returns the final
-    objective value. ``sample_weight`` (frequency weights) replaces the mean by
-    ``sum_i w_i log(...) / sum_i w_i``, the mean over the rows repeated ``w_i`` times.
+    with ``W`` the weight matrices (biases are not penalised) and :math:`\tilde y_i = \pm 1`.
+    For a linear model and ``alpha = 1 / N`` this is scikit-learn's ``LogisticRegression(C=1)``.
+    Not in the paper, which starts at random: this is the ``init="logistic"`` start of
+    :func:`~quantile_surrogate.training.train`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Maps (N, d) to (N,) or (N, 1) scores; fitted in place.
+    X : Tensor of shape (N, d)
+        Floating point, of the model's dtype and device.
+    y : Tensor of shape (N,)
+        Labels in {0, 1} (or bool).
+    alpha : float >= 0
+        The L2 penalty on the weight matrices.
+    max_iter : int, default=200
+        L-BFGS iterations.
+    sample_weight : Tensor of shape (N,), optional
+        Frequency weights: the mean becomes :math:`\sum_i w_i \log(\dots) / \sum_i w_i`,
+        the mean over the rows repeated ``w_i`` times.
+
+    Returns
+    -------
+    float
+        The objective at the solution.
+
+    See Also
+    --------
+    sklearn.linear_model.LogisticRegression : The same fit for a linear model (``C = 1 / (alpha N)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from quantile_surrogate.training.models import fit_logistic, linear_scorer
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2)); y = (X[:, 0] - X[:, 1] + rng.normal(size=200) > 0).astype(int)
+    >>> model = linear_scorer(2).double()
+    >>> loss = fit_logistic(model, torch.as_tensor(X), torch.as_tensor(y), alpha=1 / 200)
+    >>> model.weight.detach().numpy().round(3), LogisticRegression(C=1.0).fit(X, y).coef_.round(3)
+    (array([[ 1.672, -1.557]]), array([[ 1.672, -1.557]]))
     """
     weights, _ = decayed_parameters(model)
     target = y.to(X.dtype)
