@@ -27,7 +27,8 @@ Run (docs/real_data.md came from this)::
     nice -n 10 .venv/bin/python benchmarks/real_data.py --splits 5 --out results/real_data.csv
 
 ``--max-rows N`` subsamples larger sets (seeded, stratified; the table says so); ``--set
-name=value`` changes a QuantileBoostingClassifier parameter (ablations, e.g. ``--set bandwidth=0.05``);
+name=value`` changes a QuantileBoostingClassifier parameter (ablations, e.g. ``--set bandwidth=0.05``),
+``--qc-set name=value`` a QuantileClassifier one (e.g. ``--qc-set selection_se=0``);
 ``--timing`` times LightGBM's log-loss fit against QuantileBoostingClassifier on all of
 33_skin; ``--quick`` is a seconds-long smoke run on Ionosphere and Housing (the tests use it).
 """
@@ -72,10 +73,11 @@ def load(name, data):
         return archive["X"].astype(np.float64), archive["y"].astype(np.int64)
 
 
-def make(method, objective, target, seed, rounds, quick, overrides=None):
+def make(method, objective, target, seed, rounds, quick, overrides=None, qc_overrides=None):
     """A fresh, unfitted model and a function that returns its raw test scores.
 
-    ``overrides`` (a dict) changes QuantileBoostingClassifier parameters, for ablations.
+    ``overrides`` (a dict) changes QuantileBoostingClassifier parameters, ``qc_overrides``
+    QuantileClassifier ones (``quantile_linear``, ``quantile_mlp``), for ablations.
     """
     trees = dict(n_estimators=rounds, learning_rate=0.1)
     if method == "logistic":
@@ -89,6 +91,7 @@ def make(method, objective, target, seed, rounds, quick, overrides=None):
         epochs = dict(max_epochs=5, n_restarts=1) if quick else {}
         hidden = (64,) if method == "quantile_mlp" else ()
         model = QuantileClassifier(objective, target, hidden_layer_sizes=hidden, random_state=seed, **epochs)
+        model.set_params(**(qc_overrides or {}))
         return model, lambda X: model.decision_function(X)
     if method == "lightgbm":
         import lightgbm as lgb
@@ -109,13 +112,13 @@ def make(method, objective, target, seed, rounds, quick, overrides=None):
     return model, lambda X: model.decision_function(X)
 
 
-def run_split(name, X, y, split, methods, rounds, quick, overrides=None):
+def run_split(name, X, y, split, methods, rounds, quick, overrides=None, qc_overrides=None):
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, stratify=y, random_state=split)
     rows = []
     for objective, target in OPERATING_POINTS:
         for method in methods:
-            model, scores = make(method, objective, target, split, rounds, quick, overrides)
+            model, scores = make(method, objective, target, split, rounds, quick, overrides, qc_overrides)
             start = time.perf_counter()
             model.fit(X_train, y_train)
             seconds = time.perf_counter() - start
@@ -134,7 +137,7 @@ def subsample(X, y, max_rows, seed=0):
 
 
 def run(datasets=None, splits=5, data=DEFAULT_DATA, methods=METHODS, max_rows=None, rounds=100, n_jobs=1,
-        quick=False, overrides=None):
+        quick=False, overrides=None, qc_overrides=None):
     """One row per (set, operating point, method, split): the test metric and the fit time."""
     if quick:
         datasets, splits, rounds = datasets or PACKAGED, 1, 10
@@ -145,8 +148,8 @@ def run(datasets=None, splits=5, data=DEFAULT_DATA, methods=METHODS, max_rows=No
         source_rows[name] = len(y)
         X, y = subsample(X, y, max_rows)
         tasks += [(name, X, y, split) for split in range(splits)]
-    results = Parallel(n_jobs=n_jobs)(delayed(run_split)(name, X, y, split, methods, rounds, quick, overrides)
-                                      for name, X, y, split in tasks)
+    results = Parallel(n_jobs=n_jobs)(delayed(run_split)(name, X, y, split, methods, rounds, quick, overrides,
+                                                         qc_overrides) for name, X, y, split in tasks)
     frame = pd.DataFrame([row for rows in results for row in rows])
     frame["source_rows"] = frame.set.map(source_rows)
     return frame
@@ -244,6 +247,8 @@ def main(argv=None):
     parser.add_argument("--timing", action="store_true", help="only the 33_skin fit-time comparison")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a QuantileBoostingClassifier parameter to change (a Python literal), for ablations")
+    parser.add_argument("--qc-set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a QuantileClassifier parameter to change (a Python literal), e.g. selection_se=0")
     args = parser.parse_args(argv)
     if args.timing:
         print(timing(args.data, args.rounds))
@@ -252,7 +257,10 @@ def main(argv=None):
     if out is not None and out.exists():
         parser.error(f"--out {out} exists; choose a new file name (results are never overwritten).")
     datasets = tuple(args.datasets.split(",")) if args.datasets else None
-    overrides = {}
+    overrides, qc_overrides = {}, {}
+    for item in args.qc_set:
+        name, _, value = item.partition("=")
+        qc_overrides[name] = ast.literal_eval(value)
     for item in args.set:
         name, _, value = item.partition("=")
         try:
@@ -260,9 +268,11 @@ def main(argv=None):
         except (ValueError, SyntaxError):
             overrides[name] = value  # a bare string such as bandwidth=auto
     frame = run(datasets, args.splits, args.data, tuple(args.methods.split(",")), args.max_rows, args.rounds,
-                args.n_jobs, args.quick, overrides)
+                args.n_jobs, args.quick, overrides, qc_overrides)
     if overrides:
         print(f"QuantileBoostingClassifier parameters changed: {overrides}\n")
+    if qc_overrides:
+        print(f"QuantileClassifier parameters changed: {qc_overrides}\n")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         frame.to_csv(out, index=False)

@@ -52,15 +52,19 @@ def test_synthetic_mixture_beats_thresholded_logistic_regression():
 @pytest.mark.slow
 def test_ionosphere_precision_at_5_percent_at_least_logistic_regression():
     X, y = load_ionosphere()
-    ours, theirs = [], []
+    paper, default, theirs = [], [], []
     for split in range(10):
         X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=0.3, random_state=split, stratify=y)
-        clf = QuantileClassifier(objective="precision_at_rate", target=0.05, random_state=split).fit(X_train, y_train)
+        settings = dict(objective="precision_at_rate", target=0.05, random_state=split)
+        paper.append(QuantileClassifier(early_stopping=False, **settings).fit(X_train, y_train).score(X_test, y_test))
+        default.append(QuantileClassifier(**settings).fit(X_train, y_train).score(X_test, y_test))
         lr = make_pipeline(StandardScaler(), LogisticRegression()).fit(X_train, y_train)
-        ours.append(clf.score(X_test, y_test))
         theirs.append(precision_at_rate(y_test, lr.decision_function(X_test), 0.05))
-    # Measured: 0.985 against 0.754 (the paper: Q3 0.98, LR 0.76).
-    assert np.mean(ours) >= np.mean(theirs) + 0.1, (np.mean(ours), np.mean(theirs))
+    # The paper's protocol (every row, all epochs): measured 0.985 against 0.754 (the paper: Q3 0.98, LR 0.76).
+    assert np.mean(paper) >= np.mean(theirs) + 0.1, (np.mean(paper), np.mean(theirs))
+    # The defaults on 105 rows: a held-out fold's top 5 % is 2 rows, too few to show a gain over the
+    # logistic start beyond its noise, so they keep it (measured: 0.754, equal to logistic regression).
+    assert np.mean(default) >= np.mean(theirs) - 0.005, (np.mean(default), np.mean(theirs))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -314,11 +318,17 @@ def test_k_fold_selection_keeps_the_best_held_out_candidate():
     sel = clf.selection_
     assert sel["fold_metric"].shape == (3, clf.n_restarts, len(sel["epochs"]))
     assert np.isnan(sel["mean_metric"][1:, 0]).all()  # a random start is no candidate; the logistic start is
-    best = np.nanmax(sel["mean_metric"])
-    assert sel["mean_metric"][sel["restart"], list(sel["epochs"]).index(sel["epochs_"])] == best
-    assert best >= sel["mean_metric"][0, 0]  # never worse than the logistic start on the held-out folds
-    if (sel["restart"], sel["epochs_"]) != (0, 0):
-        assert best > sel["mean_metric"][0, 0]  # training is kept only when it is strictly better held out
+    np.testing.assert_allclose(sel["mean_gain"], sel["mean_metric"] - sel["mean_metric"][0, 0])
+    eligible = sel["mean_gain"] > sel["bar"]
+    chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))
+    if eligible.any():  # the largest gain among those above their bar
+        assert eligible[chosen] and sel["mean_gain"][chosen] == np.max(sel["mean_gain"][eligible])
+    else:
+        assert chosen == (0, 0)
+    # With selection_se=0 the rule is the best held-out mean (ties keep the start): the rule before.
+    plain = QuantileClassifier(target=0.9, max_epochs=20, selection_se=0.0, random_state=0).fit(X, y).selection_
+    best = np.nanmax(plain["mean_metric"])
+    assert plain["mean_metric"][plain["restart"], list(plain["epochs"]).index(plain["epochs_"])] == best
 
 
 def test_k_fold_selection_keeps_the_logistic_start_on_a_tie():

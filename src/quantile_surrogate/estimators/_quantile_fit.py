@@ -4,21 +4,28 @@ Kept apart from the estimator's parameters and docstring (``quantile_classifier.
 validation split, the one standardised working copy, the refit on every row, the linear
 coefficients in the original units, and :func:`cross_fit_selection`, which picks the restart,
 the number of epochs, and "trained" against "the logistic start as it is" from held-out
-folds when the data are too few for a validation split.
+folds when the data are too few for a validation split. Both held-out paths leave the logistic
+start only for a gain above its noise (:mod:`._start_rule`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from numbers import Integral
+
 import numpy as np
 import torch
 from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.utils import check_random_state
 
 from ..objectives import objective_loss, objective_metric, predict_scores
 from ..training import TrainingDivergedError, train
 from ..training._loop import restart_seeds
-from ..training.models import fit_logistic
+from ..training.checkpoint import checkpoint_seed
+from ..training.models import build_scorer, fit_logistic
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
+from ._start_rule import metric_noise, select_over_start
 
 __all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "MIN_VALIDATION_ROWS_PER_CLASS", "WORKING_COPY_CHUNK",
            "QuantileFitSteps", "cross_fit_selection", "epoch_grid"]
@@ -69,27 +76,33 @@ def _evaluate(model, X, y, y_np, in_subset, settings) -> tuple:
     return float(metric), float(loss)
 
 
-def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, max_epochs, n_restarts, init) -> dict:
+def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, max_epochs, n_restarts, init,
+                        n_se=2.0) -> dict:
     r"""Held-out value of every (restart, epoch count) candidate by stratified K-fold cross-fitting.
 
     Each fold trains all ``n_restarts`` restarts for ``max_epochs`` on the other folds (the
     same seeds, so restart ``r`` has the same random start in every fold) and scores the
     model after each epoch count in :func:`epoch_grid` on the held-out fold, with the
     objective's exact metric and the surrogate loss. The logistic start (epoch 0 of a
-    logistic restart) is a candidate; a random start's epoch 0 is not. The candidate with
-    the best mean metric over folds wins; a tie goes to the logistic start, then to the lower
-    mean loss:
+    logistic restart) is a candidate; a random start's epoch 0 is not.
+
+    The choice (:func:`select_over_start`): the logistic start :math:`s` stays unless a
+    candidate's mean paired held-out gain exceeds ``n_se`` standard errors,
 
     .. math::
-        (\hat r, \hat e) = \arg\max_{r, e}\ \Big(\tfrac1K \sum_k m_k(r, e),\ [e = 0],\ -\tfrac1K \sum_k L_k(r, e)\Big)
+        \bar d(r, e) = \tfrac1K \sum_k \big(m_k(r, e) - m_k(s)\big)
+        > z \max\big(\hat\sigma(r, e),\ \sigma_0\big),
 
-    so training is kept over the logistic start only when the held-out folds say it is better
-    (a trained model nearly always has the lower loss, so a loss tie-break would leave the start
-    on a tie, which held-out data does not justify).
+    :math:`\hat\sigma` the standard error of the K paired gains, :math:`\sigma_0` that of the
+    start's metric from its held-out row counts (:func:`metric_noise`); among such candidates
+    the largest mean gain wins, ties by the lower mean loss. Without a logistic restart
+    (``init="random"``) the best mean metric wins, ties by the lower mean loss.
 
     Returns a dict: ``epochs`` (the grid), ``fold_metric`` and ``fold_loss`` of shape
     (folds, n_restarts, n_epochs) (NaN where not a candidate), ``mean_metric``, ``mean_loss``,
-    ``restart``, ``epochs_`` (the chosen count) and ``start`` ("logistic" or "random").
+    ``mean_gain``, ``gain_se`` and ``bar`` (same shape; None without a logistic restart),
+    ``noise_floor`` (:math:`\sigma_0`), ``restart``, ``epochs_`` (the chosen count) and
+    ``start`` ("logistic" or "random").
     """
     grid = epoch_grid(max_epochs)
     position = {int(e): i for i, e in enumerate(grid)}
@@ -97,6 +110,7 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     logistic = [init == "logistic" or (init == "mixed" and r == 0) for r in range(n_restarts)]
     metric = np.full((folds, n_restarts, len(grid)), np.nan)
     loss = np.full_like(metric, np.nan)
+    noise = np.zeros(folds)
     y_np = yt.cpu().numpy()
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
     for k, (fit_rows, held_rows) in enumerate(splitter.split(np.zeros((len(y_np), 1)), y_np)):
@@ -107,6 +121,9 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
         for r in np.flatnonzero(logistic):  # epoch 0 of a logistic restart: the start as it is
             start = _fold_logistic_start(factory, X_fit, y_fit, seeds[r][0])
             metric[k, r, 0], loss[k, r, 0] = _evaluate(start, *held)
+        if any(logistic):
+            first = logistic.index(True)
+            noise[k] = metric_noise(settings["objective"], settings["target"], y_np[held_rows], metric[k, first, 0])
 
         def record(info, k=k, held=held):
             i = position.get(int(info["epoch"]))
@@ -116,19 +133,58 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
         train(factory, X_fit, y_fit, max_epochs=max_epochs, n_restarts=n_restarts, init=init, callback=record,
               **{**settings, "random_state": seed})
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
-    is_start = np.zeros_like(mean_metric)
-    is_start[logistic, 0] = 1.0
-    # A tie on the held-out metric says nothing against the start, so the start wins it; then the lower loss.
-    order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(), -is_start.ravel(),
-                        -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
-    restart, column = np.unravel_index(order[0], mean_metric.shape)
+    gains = dict(mean_gain=None, gain_se=None, bar=None, noise_floor=None)
+    if any(logistic):
+        (restart, column), gains = select_over_start(metric, loss, (logistic.index(True), 0), noise, n_se)
+    else:
+        order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(),
+                            -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
+        restart, column = np.unravel_index(order[0], mean_metric.shape)
     return dict(epochs=grid, fold_metric=metric, fold_loss=loss, mean_metric=mean_metric, mean_loss=mean_loss,
-                restart=int(restart), epochs_=int(grid[column]),
+                **gains, restart=int(restart), epochs_=int(grid[column]),
                 start="logistic" if logistic[restart] else "random")
 
 
 class QuantileFitSteps:
     """Mixin with the steps of :meth:`QuantileClassifier.fit` (``self`` holds the parameters)."""
+
+    def _torch_device(self) -> torch.device:
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError) as error:
+            raise ValueError(
+                f"`device` must name a torch device such as 'cpu' or 'cuda'; got {self.device!r}."
+            ) from error
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"`device` is {self.device!r} but torch sees no CUDA GPU; use device='cpu'.")
+        return device
+
+    def _hidden_sizes(self) -> tuple:
+        sizes = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
+            raise ValueError(
+                "`hidden_layer_sizes` must be a tuple of integers >= 1, e.g. (32, 16); "
+                f"got {self.hidden_layer_sizes!r}."
+            )
+        return sizes
+
+    def _early_stopping(self, n: int) -> bool:
+        if self.early_stopping == "auto":
+            return n > AUTO_VALIDATION_ROWS
+        return bool(self.early_stopping)
+
+    def _draw_seed(self) -> int:
+        if isinstance(self.random_state, Integral):
+            return int(self.random_state)
+        if self.random_state is None and self.checkpoint is not None:
+            saved = checkpoint_seed(self.checkpoint)  # resume the interrupted fit with the seed it drew
+            if saved is not None:
+                return saved
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _scorer_factory(self, n_features):
+        hidden, module_factory = self._hidden_sizes(), self.module_factory
+        return lambda: build_scorer(n_features, hidden, module_factory)
 
     def _split(self, y01, seed, codes=None):
         """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split.
@@ -226,7 +282,8 @@ class QuantileFitSteps:
         in_subset = self._objective_spec().subset_mask(yt == 1)
         fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
         selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
-                                        max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init)
+                                        max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
+                                        n_se=self.selection_se)
         if selection["start"] == "logistic":
             start, init = factory, "logistic"
         else:
@@ -239,6 +296,33 @@ class QuantileFitSteps:
         self.best_epoch_ = selection["epochs_"]
         self.selection_ = selection
         return result
+
+    def _keep_start_unless_gain(self, result, factory, Xt, yt, n_fit, settings, weight):
+        """After a validation split: go back to the logistic start unless the chosen model beats it by a real gain.
+
+        The rule of :func:`select_over_start` with one fold: the chosen model's validation metric
+        must exceed the start's by more than ``selection_se`` times the start's binomial standard
+        error on the validation rows (:func:`metric_noise`); the start is trained on the fit rows as
+        :func:`train` makes restart 0's, with the same weights. Returns the (possibly replaced)
+        result; ``selection_`` records ``validation_gain``, ``noise_floor`` and ``start_kept``.
+        """
+        if self.init == "random" or self.selection_se <= 0 or (result.start == "logistic" and result.best_epoch == 0):
+            return result
+        extra = {} if weight is None else {"sample_weight": weight[:n_fit]}
+        start = train(factory, Xt[:n_fit], yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
+                      **settings, **extra)
+        X_val, y_val = Xt[n_fit:], yt[n_fit:]
+        held = (X_val, y_val, y_val.cpu().numpy(), self._objective_spec().subset_mask(y_val == 1), settings)
+        chosen, _ = _evaluate(result.model, *held)
+        reference, _ = _evaluate(start.model, *held)
+        noise = metric_noise(self.objective, self._target(), held[2], reference)
+        kept = not chosen - reference > self.selection_se * noise
+        self.selection_ = dict(validation_gain=chosen - reference, noise_floor=noise, start_kept=kept)
+        if not kept:
+            return result
+        self._keep_result(start)
+        self.validation_curve_, self.best_epoch_ = result.validation_curve, 0
+        return dataclasses.replace(start, start="logistic", best_epoch=0)
 
     def _check_scores_finite(self, scores):
         if not np.isfinite(scores).all():

@@ -14,16 +14,13 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import _fit_context
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..losses import SURROGATES
 from ..objectives import OBJECTIVES, predict_scores
 from ..quantiles import QUANTILE_ESTIMATORS
 from ..training import train
-from ..training.checkpoint import checkpoint_seed
-from ..training.models import build_scorer
-from ._quantile_fit import AUTO_VALIDATION_ROWS, QuantileFitSteps
+from ._quantile_fit import QuantileFitSteps
 from ._standardize import standardize_columns
 from ._threshold import ThresholdedClassifier
 from .._validation import check_sample_weight
@@ -45,7 +42,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     objective                   constraint (``target``)     loss
     ==========================  ==========================  ===========================
     ``"precision_at_recall"``   recall >= target            eq. (7)
-    ``"precision_at_rate"``     predicted pos. rate = target eq. (9) or (10) (``form``)
+    ``"precision_at_rate"``     pred. pos. rate = target    eq. (9) or (10) (``form``)
     ``"recall_at_fpr"``         FPR <= target               Neyman-Pearson form
     ==========================  ==========================  ===========================
 
@@ -73,7 +70,9 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     batch_size : int, "auto" or None, default="auto"
         None is full-batch; "auto" is full-batch up to 10,000 training rows, 1000 above.
     subset_batch_size : int or None, default=None
-        Rows of ``A`` per step (Algorithm 1, step 2); None means ``batch_size``.
+        Rows of ``A`` per step (Algorithm 1, step 2); None applies :func:`~quantile_surrogate.training.train`'s
+        rule: ``min(|A|, ceil(50 / min(target, 1 - target)))`` rows, or the batch's own rows of ``A``
+        when a batch holds that many in expectation.
     subset_from_batch : bool, default=False
         Use ``A_b = X_b \cap A`` instead of a separate minibatch of ``A``.
     max_epochs : int, default=200
@@ -89,19 +88,24 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         validation loss), stop after ``n_iter_no_change`` epochs without improvement, and
         pick the restart with the best validation value. False: every row trains for all
         ``max_epochs`` and the lowest training loss picks the restart (the paper's protocol).
-        "auto": True above 10,000 training rows (where minibatches are used and random starts
-        can land in poor minima); up to 10,000 rows, K-fold selection: stratified
+        "auto": True above 10,000 training rows; up to 10,000, K-fold selection: stratified
         ``selection_folds``-fold cross-fitting scores every restart after 0 (logistic start
-        only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out fold with the
-        objective's exact metric (a tie keeps the logistic start, then the lower held-out loss), and the best mean over folds
-        is trained again on every row from the same start. The logistic start as it is is one
-        of the candidates, so training replaces it only when the held-out folds prefer the
-        result. With ``groups``, a ``checkpoint``, or a class with fewer than
-        ``4 * selection_folds`` rows, "auto" below 10,000 rows is False.
-        docs/estimator.md has the measurements behind this.
+        only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out folds with the
+        objective's exact metric, and the chosen candidate is trained again on every row from
+        the same start. With ``groups``, a ``checkpoint``, or a class with fewer than
+        ``4 * selection_folds`` rows, "auto" below 10,000 rows is False. docs/estimator.md and
+        docs/real_data.md have the measurements behind this.
     selection_folds : int >= 2, default=3
         Folds of the K-fold selection (``early_stopping="auto"``, at most 10,000 rows); fit
         time there is about ``1 + (selection_folds - 1)`` times that of one training run.
+    selection_se : float >= 0, default=2.0
+        How clearly held-out data must prefer training to the logistic start: a candidate
+        replaces the start only if its mean held-out gain over the start exceeds ``selection_se``
+        standard errors (the larger of the fold-to-fold one and the metric's binomial one),
+        :func:`~quantile_surrogate.estimators._start_rule.select_over_start`; among such
+        candidates the largest gain wins. After a validation split (without groups) the same
+        test, with the binomial standard error, decides between the selected model and the
+        start. 0: the best held-out mean wins (a tie keeps the start). No effect with ``init="random"``.
     validation_fraction : float in (0, 1), default=0.2
     n_iter_no_change : int, default=20
     refit : bool, default=False
@@ -137,7 +141,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     group_thresholds_ : ndarray of shape (n_groups,) or None
         Each group's threshold, the exact empirical quantile on that group's training rows, so
         the constraint holds in every group there; None without groups.
-    coef_ : ndarray of shape (1, n_features_in_)
+    coef_ : ndarray of shape (1, n_features)
         Linear models only, in the original feature units.
     intercept_ : ndarray of shape (1,)
         Linear models only; ``X @ coef_.T + intercept_`` equals :meth:`decision_function`.
@@ -148,7 +152,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         probability with which :meth:`predict` takes a row scoring exactly that as positive.
     model_ : torch.nn.Module
         The trained scoring function; it takes standardised features ``(x - mean_) / scale_``.
-    mean_, scale_ : ndarray of shape (n_features_in_,)
+    mean_, scale_ : ndarray of shape (n_features,)
         The standardisation learned in ``fit`` (zeros and ones with ``standardize=False``),
         computed without overflow (a cell of 1e308 does not zero its column).
     loss_curve_ : list of float
@@ -162,10 +166,13 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     best_epoch_ : int or None
         The epoch kept by early stopping or by the K-fold selection (0: the start), None without either.
     selection_ : dict or None
-        The K-fold selection's record, None where it did not run: ``epochs`` (the candidate
-        epoch counts), ``fold_metric`` and ``fold_loss`` of shape (folds, n_restarts,
-        n_epochs) (NaN where not a candidate), their means ``mean_metric`` and ``mean_loss``,
-        the chosen ``restart``, ``epochs_`` and ``start`` ("logistic" or "random").
+        The K-fold selection's record (:func:`~._quantile_fit.cross_fit_selection`): ``epochs``
+        (the candidate epoch counts), ``fold_metric`` and ``fold_loss`` of shape (folds,
+        n_restarts, n_epochs) (NaN where not a candidate), their means ``mean_metric`` and
+        ``mean_loss``, ``mean_gain``, ``gain_se`` and ``bar`` (the gain over the start, its
+        standard error, the bar it must pass), ``noise_floor``, the chosen ``restart``,
+        ``epochs_`` and ``start``. After a validation split: ``validation_gain``,
+        ``noise_floor`` and ``start_kept``. None where neither check ran.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
@@ -210,6 +217,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         "init": [StrOptions({"random", "logistic", "mixed"})],
         "early_stopping": ["boolean", StrOptions({"auto"})],
         "selection_folds": [Interval(Integral, 2, None, closed="left")],
+        "selection_se": [Interval(Real, 0, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "refit": ["boolean"],
@@ -243,6 +251,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         init="mixed",
         early_stopping="auto",
         selection_folds=3,
+        selection_se=2.0,
         validation_fraction=0.2,
         n_iter_no_change=20,
         refit=False,
@@ -272,6 +281,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         self.init = init
         self.early_stopping = early_stopping
         self.selection_folds = selection_folds
+        self.selection_se = selection_se
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.refit = refit
@@ -282,68 +292,53 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         self.checkpoint = checkpoint
         self.tie_break = tie_break
 
-    # -- settings resolved at fit time ------------------------------------------------------
-    def _torch_device(self) -> torch.device:
-        try:
-            device = torch.device(self.device)
-        except (RuntimeError, TypeError) as error:
-            raise ValueError(
-                f"`device` must name a torch device such as 'cpu' or 'cuda'; got {self.device!r}."
-            ) from error
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"`device` is {self.device!r} but torch sees no CUDA GPU; use device='cpu'.")
-        return device
-
-    def _hidden_sizes(self) -> tuple:
-        sizes = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes):
-            raise ValueError(
-                "`hidden_layer_sizes` must be a tuple of integers >= 1, e.g. (32, 16); "
-                f"got {self.hidden_layer_sizes!r}."
-            )
-        return sizes
-
-    def _early_stopping(self, n: int) -> bool:
-        if self.early_stopping == "auto":
-            return n > AUTO_VALIDATION_ROWS
-        return bool(self.early_stopping)
-
-    def _draw_seed(self) -> int:
-        if isinstance(self.random_state, Integral):
-            return int(self.random_state)
-        if self.random_state is None and self.checkpoint is not None:
-            saved = checkpoint_seed(self.checkpoint)  # resume the interrupted fit with the seed it drew
-            if saved is not None:
-                return saved
-        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-
-    def _scorer_factory(self, n_features):
-        hidden, module_factory = self._hidden_sizes(), self.module_factory
-        return lambda: build_scorer(n_features, hidden, module_factory)
-
     # -- the estimator API -------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, groups=None, sample_weight=None):
-        """Train on ``X`` of shape (n, d) and ``y`` of shape (n,) with exactly two classes; returns self.
-
-        ``groups`` (optional, shape (n,), any labels such as strings or integers) asks for the
-        constraint in every group: each group's rows are compared with their own threshold
-        ``q(f(A \\cap G_g), 1 - target)`` in the loss (:func:`~quantile_surrogate.losses.rate_constrained_loss`
-        with ``groups``) and in ``group_thresholds_``. With ``precision_at_rate`` that is the
-        same predicted positive rate in every group (demographic parity), with
-        ``precision_at_recall`` recall >= target in every group (equal opportunity), with
-        ``recall_at_fpr`` FPR <= target in every group. Every group needs a row of A.
+        """Train the scorer and set ``threshold_`` at the exact empirical quantile of its training scores.
 
         The steps: validate and encode the labels and groups, draw the seed, split off the
-        validation rows, make one standardised working copy (the only NumPy -> torch crossing),
-        :func:`~quantile_surrogate.training.train`, optionally refit on every row, score the
-        training rows (the way back) and set ``threshold_`` at their exact empirical quantile.
+        validation rows (or run the K-fold selection), make one standardised working copy (the
+        only NumPy -> torch crossing), :func:`~quantile_surrogate.training.train`, keep the
+        logistic start unless held-out data prefers training by more than ``selection_se``
+        standard errors, optionally refit on every row, score the training rows and set the threshold.
 
-        ``sample_weight`` (shape (n,), >= 0): frequency weights, passed to
-        :func:`~quantile_surrogate.training.train` (weighted loss, weighted quantile threshold,
-        weighted logistic start) and to ``threshold_`` (the weighted empirical quantile). An
-        integer weight equals repeating the row. The selection rows (a validation split or
-        cross-fitting folds) are not weighted; the fits on all rows are.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Exactly two classes; ``classes_[1]`` (the larger label) is the positive one.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Any labels (strings, integers). The constraint then holds in every group: each
+            group's rows are compared with their own threshold ``q(f(A \\cap G_g), 1 - target)``
+            in the loss (:func:`~quantile_surrogate.losses.rate_constrained_loss`) and in
+            ``group_thresholds_``: the same predicted positive rate in every group with
+            ``precision_at_rate`` (demographic parity), recall >= target in every group with
+            ``precision_at_recall`` (equal opportunity), FPR <= target with ``recall_at_fpr``.
+            Every group needs a row of A.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Frequency weights >= 0, passed to :func:`~quantile_surrogate.training.train`
+            (weighted loss, quantile threshold and logistic start) and to ``threshold_`` (the
+            weighted empirical quantile); an integer weight equals repeating the row. The
+            held-out selection metrics (validation split, cross-fitting folds) are unweighted.
+
+        Returns
+        -------
+        self : QuantileClassifier
+
+        Raises
+        ------
+        ValueError
+            If ``y`` does not have exactly two classes, a group has no row of A, or a parameter
+            is out of range; TrainingDivergedError if the scores become NaN or inf.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_classification
+        >>> X, y = make_classification(400, weights=[0.9, 0.1], random_state=0)
+        >>> clf = QuantileClassifier(target=0.9, max_epochs=10, random_state=0).fit(X, y)
+        >>> clf.selection_["start"], bool(clf.selection_["noise_floor"] > 0)  # K-fold selection on small data
+        ('logistic', True)
         """
         X, y01 = self._validate_training_data(X, y)
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
@@ -379,6 +374,8 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
                 **({} if weight is None else {"sample_weight": weight[:n_fit]}),
             )
             self._keep_result(result)
+            if validation is not None and gt is None:
+                result = self._keep_start_unless_gain(result, factory, Xt, yt, n_fit, settings, weight)
         if validation is not None and self.refit:
             self._refit_on_all_rows(result, factory, Xt, yt, gt,
                                     settings if weight is None else {**settings, "sample_weight": weight})

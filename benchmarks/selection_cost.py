@@ -1,0 +1,69 @@
+"""What the K-fold selection and the start rule cost: QuantileClassifier fit time on 10,000 rows (issue 12).
+
+Three settings of the linear default, on ``make_classification`` (20 features, 10 informative,
+10 % positives, seed 0), precision at recall 0.9 and precision at a 5 % rate:
+
+- ``early_stopping=False``: the protocol before the selection existed (every row, all
+  ``max_epochs``, the lowest training loss picks the restart): the reference of the issue's
+  "at most 3x" target;
+- ``selection_se=0``: K-fold selection, the best held-out mean wins;
+- the defaults: K-fold selection with the start rule (``selection_se=2``).
+
+Times are CPU seconds of this process (``time.process_time``) with one thread for torch and
+BLAS, the best and the median of ``--repeats`` (the settings interleaved), which a busy shared machine disturbs less than wall time. Run::
+
+    nice -n 10 .venv/bin/python -m benchmarks.selection_cost --rows 10000 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from sklearn.datasets import make_classification
+from threadpoolctl import threadpool_limits
+
+from quantile_surrogate import QuantileClassifier
+
+SETTINGS = (("early_stopping=False", dict(early_stopping=False)), ("selection_se=0", dict(selection_se=0.0)),
+            ("defaults", {}))
+OPERATING_POINTS = (("precision_at_recall", 0.9), ("precision_at_rate", 0.05))
+
+
+def measure(rows: int, repeats: int) -> list[dict]:
+    X, y = make_classification(rows, n_features=20, n_informative=10, weights=[0.9, 0.1], random_state=0)
+    seconds = {}
+    for repeat in range(repeats):  # settings interleaved, so that a busy spell slows them alike
+        for objective, target in OPERATING_POINTS:
+            for name, params in SETTINGS:
+                model = QuantileClassifier(objective, target, random_state=repeat, **params)
+                start = time.process_time()
+                model.fit(X, y)
+                seconds.setdefault((objective, name), []).append(time.process_time() - start)
+    return [dict(objective=objective, setting=name, seconds=min(times), median=float(np.median(times)))
+            for (objective, name), times in seconds.items()]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    with threadpool_limits(1):
+        results = measure(args.rows, args.repeats)
+    print(f"{args.rows} rows, 20 features, CPU seconds, best of {args.repeats}, one thread:\n")
+    print("| objective | setting | CPU s (best) | x early_stopping=False | CPU s (median) | x |\n|---|---|---|---|---|---|")
+    for objective, _ in OPERATING_POINTS:
+        rows = [r for r in results if r["objective"] == objective]
+        base, middle = rows[0]["seconds"], rows[0]["median"]
+        for r in rows:
+            print(f"| {objective} | {r['setting']} | {r['seconds']:.2f} | {r['seconds'] / base:.2f} "
+                  f"| {r['median']:.2f} | {r['median'] / middle:.2f} |")
+    return np.array([r["seconds"] for r in results])
+
+
+if __name__ == "__main__":
+    main()
