@@ -12,17 +12,26 @@ its peak resident memory (``ru_maxrss``) is its own:
 - ``bce loop, two minibatches``: the same loop, each step also gathering and forwarding (in
   the same pass) ``batch`` rows of the positives, as Algorithm 1's separate minibatch of A:
   the cost floor of step 2 with ``subset_batch_size = batch`` (BCE on all the rows forwarded);
-- ``train, kernel``: :func:`quantile_surrogate.training.train`, precision at recall 0.95,
-  Algorithm 1 (each step also forwards a separate minibatch of positives, the subset A);
+- ``train, kernel``: :func:`quantile_surrogate.training.train` with its defaults, precision at
+  recall 0.95, Algorithm 1 (each step also forwards a separate minibatch of positives, the
+  subset A; by the default's tail count rule, ``min(|A|, ceil(50 / 0.05))`` = 1000 rows here,
+  since a batch holds only ~800 positives);
 - ``train, point``: the same with the point estimator;
 - ``train, kernel, A_b from batch``: ``subset_from_batch=True`` (A_b = X_b n A, one forward);
-- ``train, kernel, subset_batch_size=1000``: a separate minibatch of 1000 rows of A, not ``batch``.
+- ``train, kernel, subset_batch_size=1000``: a separate minibatch of 1000 rows of A, explicitly;
+- ``train, kernel, subset_batch_size=batch``: ``batch`` rows of A, the default before issue 13;
+- ``train, threshold = mean``: the defaults with the estimator replaced by the mean of the
+  minibatch of A (``quantile=`` a callable): the loop and the loss without the quantile's cost.
 
 Throughput is measured on the *second* epoch (epoch timestamps from ``train``'s
 ``callback``), so that it excludes data checks and the first-call set-up; "train() total"
 is everything ``train`` does, including the final full-batch loss for restart selection.
-With ``--repeats R`` the methods run R times, interleaved, and each keeps its fastest run
-(on a shared machine the slow runs measure the neighbours).
+``--interleaved E`` adds a steadier reading on a busy machine: every ``train`` method again,
+for E epochs in the parent process, with one BCE-loop epoch run inside each of its epoch
+callbacks, the ratio read per adjacent pair of epochs. With ``--repeats R`` the methods run R
+times, interleaved, and each keeps its fastest run (on a shared machine the slow runs measure
+the neighbours); one column gives the spread of the CPU-time ratio over the repeats, each run
+against the BCE loop run of the same repeat.
 
 The data are generated chunk by chunk into one preallocated tensor (``Tensor.normal_`` on
 row slices), labels from a planted linear model with Gaussian noise (~8 % positives), so
@@ -53,8 +62,9 @@ from .per_step import machine_description
 
 FEATURES = 100
 CHUNK = 1_000_000
-METHODS = ("bce loop", "bce loop, X[rows]", "bce loop, two minibatches", "train, kernel", "train, point", "train, kernel, A_b from batch",
-           "train, kernel, subset_batch_size=1000")
+METHODS = ("bce loop", "bce loop, X[rows]", "bce loop, two minibatches", "train, kernel", "train, point",
+           "train, kernel, A_b from batch", "train, kernel, subset_batch_size=1000",
+           "train, kernel, subset_batch_size=batch", "train, threshold = mean")
 
 
 def clocks() -> tuple:
@@ -105,18 +115,55 @@ def bce_loop(X, y, batch_size, epochs, lr, seed, advanced_indexing=False, two_mi
     return stamps
 
 
-def train_run(X, y, batch_size, epochs, lr, seed, method):
+def _mean_threshold(scores, level):
+    return scores.mean()
+
+
+def train_run(X, y, batch_size, epochs, lr, seed, method, callback=None):
     from quantile_surrogate.training import train
 
     stamps = []
     train(
         nn.Linear(FEATURES, 1), X, y, objective="precision_at_recall", target=0.95,
-        quantile="point" if "point" in method else "kernel", subset_from_batch="from batch" in method,
-        subset_batch_size=1000 if "subset_batch_size=1000" in method else None,
+        quantile=_mean_threshold if "mean" in method else "point" if "point" in method else "kernel",
+        subset_from_batch="from batch" in method,
+        subset_batch_size={"1000": 1000, "batch": batch_size}.get(method.partition("subset_batch_size=")[2]),
         batch_size=batch_size, max_epochs=epochs, learning_rate=lr, random_state=seed,
-        callback=lambda info: stamps.append(clocks()),
+        callback=callback or (lambda info: stamps.append(clocks())),
     )
     return stamps
+
+
+def interleaved(args):
+    """``--interleaved E``: each ``train`` method in this process, one BCE-loop epoch run inside every epoch's callback.
+
+    Train epoch ``e + 1`` runs between the BCE epochs ``e`` and ``e + 1``, so that each pair
+    sees the same neighbours on a shared machine; the ratio is read per pair, in CPU time.
+    """
+    torch.set_num_threads(args.threads)
+    X, y = make_data(args.rows, args.seed)
+    lines = ["", f"Interleaved in one process, {args.interleaved} epochs per method (ratios over epochs 2 to "
+                 f"{args.interleaved}, each against the BCE-loop epoch just before it), CPU time:", "",
+             "| method | vs BCE loop, CPU time: median (min to max) over epoch pairs | BCE epoch, median (CPU s) |",
+             "|---|---|---|"]
+    for method in [m for m in args.methods if m.startswith("train")]:
+        train_seconds, bce_seconds, last = [], [], []
+
+        def callback(info):
+            now = clocks()[1]
+            if last:
+                train_seconds.append(now - last[0])
+            stamps = bce_loop(X, y, args.batch_size, 1, args.lr, args.seed)
+            bce_seconds.append(stamps[-1][1] - stamps[0][1])
+            last[:] = [clocks()[1]]
+
+        train_run(X, y, args.batch_size, args.interleaved, args.lr, args.seed, method, callback)
+        ratios = sorted(b / t for b, t in zip(bce_seconds, train_seconds))
+        middle = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+        lines.append(f"| {method} | {middle:.2f}x ({ratios[0]:.2f} to {ratios[-1]:.2f}) | "
+                     f"{sorted(bce_seconds)[len(bce_seconds) // 2]:.3f} |")
+        print(lines[-1], flush=True)
+    return lines
 
 
 def worker(args):
@@ -153,6 +200,9 @@ def main(argv=None):
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--repeats", type=int, default=1, help="interleaved runs per method; the fastest is kept")
     parser.add_argument("--out", help="also write the table (markdown) to this file")
+    parser.add_argument("--interleaved", type=int, default=0, metavar="EPOCHS",
+                        help="also run the train methods for EPOCHS epochs in one process, a BCE epoch between "
+                             "their epochs")
     parser.add_argument("--worker", choices=METHODS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.rows = int(args.rows or (1e6 if args.quick else 1e7))
@@ -167,7 +217,7 @@ def main(argv=None):
         f"N = {args.rows:.0e} rows x {FEATURES} float32 features, batch {args.batch_size}, {args.epochs} epochs",
     ]
     print("\n".join(text), flush=True)
-    best = {}
+    best, runs = {}, {method: [] for method in args.methods}
     for _ in range(args.repeats):
         for method in args.methods:
             command = [sys.executable, "-m", "benchmarks.throughput", "--worker", method, "--rows", str(args.rows),
@@ -175,7 +225,9 @@ def main(argv=None):
                        "--threads", str(args.threads), "--seed", str(args.seed)]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             result = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"  {method}: {result['rows_per_s']:.3g} rows/s", flush=True)
+            print(f"  {method}: {result['rows_per_s']:.3g} rows/s, {result['rows_per_cpu_s']:.3g} rows/CPU s",
+                  flush=True)
+            runs[method].append(result)
             if method not in best or result["rows_per_s"] > best[method]["rows_per_s"]:
                 best[method] = result
     results = [best[method] for method in args.methods]
@@ -183,18 +235,29 @@ def main(argv=None):
     def ratio(result, method, key):
         return f"{result[key] / best[method][key]:.2f}x" if method in best else "-"
 
+    def spread(method):
+        """The CPU-time ratio to the BCE loop of the same repeat: median (min to max) over the repeats."""
+        if "bce loop" not in runs:
+            return "-"
+        values = sorted(r["rows_per_cpu_s"] / b["rows_per_cpu_s"] for r, b in zip(runs[method], runs["bce loop"]))
+        middle = (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
+        return f"{middle:.2f}x ({values[0]:.2f} to {values[-1]:.2f})"
+
     lines = [
         "", "| method | rows/s (epoch 2) | vs BCE loop | vs BCE loop, X[rows] | vs BCE loop, CPU time "
+        "| vs BCE loop, CPU time, per repeat: median (min to max) "
         "| epoch (s) | train() total (s) | data (GiB) | peak RSS after data (GiB) | peak RSS (GiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r['method']} | {r['rows_per_s']:.3g} | {ratio(r, 'bce loop', 'rows_per_s')} | "
             f"{ratio(r, 'bce loop, X[rows]', 'rows_per_s')} | {ratio(r, 'bce loop', 'rows_per_cpu_s')} | "
-            f"{r['epoch_s']:.2f} | {r['total_s']:.1f} | "
+            f"{spread(r['method'])} | {r['epoch_s']:.2f} | {r['total_s']:.1f} | "
             f"{r['data_bytes'] / gib:.2f} | {r['rss_after_data'] / gib:.2f} | {r['peak_rss'] / gib:.2f} |"
         )
+    if args.interleaved >= 2:
+        lines += interleaved(args)
     lines += ["", f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"]
     print("\n".join(lines))
     if args.out:

@@ -51,27 +51,21 @@ from ..objectives import (
 )
 from ..quantiles import resolve_quantile
 
+# The names imported above from ..objectives (OBJECTIVES, predict_scores, constraint_threshold, ...)
+# and .sampling (MIN_GROUP_SUBSET_ROWS) stay importable from here; they are documented where they live.
 __all__ = [
-    "OBJECTIVES",
-    "INITS",
-    "MIN_GROUP_SUBSET_ROWS",
-    "SubsetBatchSampler",
+    "train",
     "TrainResult",
     "TrainingDivergedError",
-    "train",
-    "objective_loss",
-    "objective_metric",
-    "constraint_threshold",
-    "group_constraint_thresholds",
-    "subset_mask",
-    "training_loss",
-    "predict_scores",
+    "SubsetBatchSampler",
+    "INITS",
 ]
 
+#: Values of ``init=``: ``"random"`` (the paper), ``"logistic"`` (logistic regression's solution,
+#: :func:`~quantile_surrogate.training.models.fit_logistic`), ``"mixed"`` (the logistic start for
+#: restart 0, random starts for the others), or ``"model"``: the parameters of the module passed
+#: as ``model``, as they are (to continue or refit a model).
 INITS = ("random", "logistic", "mixed", "model")
-"""Starts: random (the paper), logistic regression's solution, ``mixed`` (the logistic start
-for restart 0, random starts for the others), or ``model``: the parameters of the module
-passed as ``model``, as they are (to continue or refit a model)."""
 
 
 def train(
@@ -111,11 +105,12 @@ def train(
 ) -> TrainResult:
     r"""Minimise the objective's quantile surrogate loss by Algorithm 1 and return the best restart.
 
-    Each step takes a minibatch ``(X_b, y_b)`` and a separate minibatch ``A_b`` of
-    ``subset_batch_size`` rows of ``A``, computes ``theta = q(f(A_b), 1 - target)`` and the loss
-    of eq. (7), (9)/(10) or the recall-at-FPR form on ``(X_b, y_b)``, and takes an SGD step
-    with momentum and weight decay (on weight matrices, not biases). ``batch_size=None`` is
-    full-batch gradient descent: one forward pass per epoch, ``A_b = A``.
+    Each step takes a minibatch ``(X_b, y_b)`` and a minibatch ``A_b`` of ``A`` (a separate one
+    of ``subset_batch_size`` rows, or the batch's own rows of ``A`` when they are enough; see
+    Notes), computes ``theta = q(f(A_b), 1 - target)`` and the loss of eq. (7), (9)/(10) or the
+    recall-at-FPR form on ``(X_b, y_b)``, and takes an SGD step with momentum and weight decay
+    (on weight matrices, not biases). ``batch_size=None`` is full-batch gradient descent: one
+    forward pass per epoch, ``A_b = A``.
 
     Parameters
     ----------
@@ -142,10 +137,13 @@ def train(
     batch_size : int or None
         Rows per minibatch; None for the full batch.
     subset_batch_size : int or None
-        Rows of ``A`` per step (Algorithm 1, step 2); None for ``batch_size``, and all of ``A``
-        if it is at least ``|A|``.
+        Rows of the separate minibatch of ``A`` per step (Algorithm 1, step 2); all of ``A`` if
+        it is at least ``|A|``. None (the default) chooses by the tail count rule of the Notes:
+        ``min(|A|, ceil(50 / min(target, 1 - target)))`` rows (1000 at a target of 0.95 or
+        0.05), or none at all, ``A_b = X_b \cap A``, when a batch holds that many rows of
+        ``A`` in expectation. Ignored by full-batch training.
     subset_from_batch : bool
-        Take ``A_b = X_b \cap A`` instead of a separate minibatch (when ``A`` is common).
+        Always take ``A_b = X_b \cap A`` instead of a separate minibatch.
     max_epochs : int >= 0
         Epoch budget per restart; 0 returns the start (logistic regression's fit, say).
     n_restarts : int
@@ -161,7 +159,8 @@ def train(
         equal opportunity) or FPR <= target (``recall_at_fpr``) in each. The separate minibatch
         of ``A`` then carries its rows' codes, and every group gets its share of
         ``subset_batch_size``, at least ``min(MIN_GROUP_SUBSET_ROWS, subset_batch_size)`` rows
-        (all of its rows of ``A`` if it has fewer). Every group must have a row of ``A``.
+        (all of its rows of ``A`` if it has fewer); with ``subset_batch_size=None``, the rule's
+        rows for each group's own threshold. Every group must have a row of ``A``.
     early_stopping : bool
         Stop a restart when the monitored value has not improved for ``n_iter_no_change``
         epochs: the validation metric if ``validation`` is given (and then the best epoch's
@@ -205,6 +204,79 @@ def train(
     ------
     TrainingDivergedError
         If the loss or a parameter becomes NaN or inf.
+    TypeError
+        For an argument of the wrong type (the message names it).
+    ValueError
+        For a bad value: an unknown ``objective``, ``init`` or ``form``, a ``target`` outside
+        (0, 1), labels that are not binary, no row of ``A`` (in a group, with ``groups``),
+        ``select="validation"`` without ``validation``, ``sample_weight`` with a loader or a
+        checkpoint, or a ``checkpoint`` written by another fit.
+
+    See Also
+    --------
+    quantile_surrogate.QuantileClassifier : The scikit-learn estimator around it.
+    quantile_surrogate.objectives.predict_scores : The trained model's scores.
+    quantile_surrogate.objectives.constraint_threshold : The exact threshold on those scores.
+    quantile_surrogate.training.sampling.subset_plan : The rule for ``subset_batch_size=None``.
+
+    Notes
+    -----
+    **The loss.** With ``theta = q_hat(f(A_b), 1 - c)`` (eq. (2), Proposition 1), precision at
+    recall ``c`` minimises eq. (7) on the batch's negatives,
+
+    .. math::
+        \sum_{i \in X_b,\ y_i = 0} l\big(f(x_i; w) - \hat q(f(A_b), 1 - c)\big), \qquad A = X^+,
+
+    precision at a rate penalises the negatives (eq. (9)) or the positives (eq. (10),
+    ``l(theta - f(x_i))``) with ``A`` every row, and recall at a false positive rate penalises
+    the positives with ``A`` the negatives. ``l`` is ``surrogate`` and ``q_hat`` is ``quantile``
+    (the normalised Gaussian kernel estimator of eq. (13) by default).
+
+    **The size of the minibatch of A.** Step 2 of Algorithm 1 needs ``q(f(A), 1 - c)`` from a
+    uniform sample of ``m`` rows of ``A`` (``c`` = ``target``). Let ``p = min(c, 1 - c)``, the
+    share of ``A`` beyond the level on its shorter side, and ``F`` the distribution of ``f(A)``.
+    The rate that the estimate gives is an order statistic's, ``F(theta_hat) ~ Beta(m p,
+    m (1 - p))``, with standard error ``sqrt(p (1 - p) / (m + 1))``; relative to ``p``,
+
+    .. math::
+        \frac{\mathrm{sd}(F(\hat\theta))}{p} \approx \sqrt{\frac{1 - p}{m p}} \le \frac{1}{\sqrt{k}},
+        \qquad k = m \, p,
+
+    where ``k`` is the expected number of sampled rows beyond the level. The accuracy of the
+    threshold is set by ``k``, not by ``m`` or by the batch size, so the default takes
+
+    .. math::
+        m = \min\big(|A|, \lceil k / \min(c, 1 - c) \rceil\big), \qquad k = 50
+
+    (:data:`~quantile_surrogate.training.sampling.TAIL_ROWS`): 1000 rows at a target of 0.95
+    or 0.05, 250 at 0.8, a relative error of at most ``1 / sqrt(50)`` = 14 % per step (recall
+    0.95 +- 0.007 at ``target=0.95``, noise that SGD averages over steps like the batch's own).
+    A batch of ``B`` rows holds ``B |A| / n`` rows of ``A`` in expectation, themselves a uniform
+    sample of ``A``: when that is at least ``m``, the step uses them (``A_b = X_b \cap A``) and
+    forwards no second minibatch (always so for ``precision_at_rate`` with ``B >= m``, where
+    ``A`` is every row). With ``groups`` the rule holds for every group's threshold. The old
+    default, a separate minibatch as large as the batch (10 000 rows at ``batch_size=10_000``),
+    forwarded twice the rows of a step for a threshold that trained no better models
+    (``benchmarks/RESULTS.md``, benchmark 3). Full-batch training uses all of ``A``.
+
+    Examples
+    --------
+    Precision at recall 0.9 on the paper's synthetic mixture, where logistic regression with
+    its threshold moved to the recall reaches a precision of about 0.15 on the training rows:
+
+    >>> import torch
+    >>> from quantile_surrogate import train
+    >>> from quantile_surrogate.datasets import make_gaussian_mixture
+    >>> from quantile_surrogate.metrics import precision_at_recall
+    >>> from quantile_surrogate.objectives import predict_scores
+    >>> X, y = make_gaussian_mixture(1000, random_state=0)
+    >>> X, y = torch.as_tensor(X), torch.as_tensor(y)
+    >>> result = train(torch.nn.Linear(2, 1, dtype=torch.float64), X, y, objective="precision_at_recall",
+    ...                target=0.9, learning_rate=0.1, max_epochs=100, random_state=0)
+    >>> result.n_iter, round(result.loss, 2)
+    (100, 0.67)
+    >>> round(precision_at_recall(y.numpy(), predict_scores(result.model, X).numpy(), 0.9), 2)
+    0.3
     """
     settings = _check_settings(
         objective=objective, target=target, form=form, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,

@@ -10,6 +10,7 @@ to a checkpoint (:mod:`.checkpoint`) after every epoch.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ from tqdm.auto import tqdm
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .early_stopping import EarlyStopping
 from .models import decayed_parameters, fit_logistic, reset_parameters
-from .sampling import epoch_batches
+from .sampling import SubsetPlan, epoch_batches, subset_plan
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
 from ..objectives import objective_loss, objective_metric, predict_scores, training_loss
 
@@ -34,7 +35,20 @@ DIVERGED_MESSAGE = (
 
 
 class TrainingDivergedError(FloatingPointError):
-    """The training loss or a parameter became NaN or inf; no model is returned."""
+    """The training loss or a parameter became NaN or inf; no model is returned.
+
+    The message names the epoch and restart and suggests a smaller ``learning_rate``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import train
+    >>> X = torch.randn(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
+    >>> train(model, X, X[:, 0] > 0, learning_rate=1e308, random_state=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    TrainingDivergedError: Training diverged: the loss or the parameters became NaN or inf at epoch 2 ...
+    """
 
 
 def restart_seeds(seed: int, n_restarts: int) -> list:
@@ -145,13 +159,26 @@ class TrainingLoop:
         optimizer.step()
         return float(out.loss.detach()), _as_floats(out.threshold)
 
-    def _minibatch_epoch(self, model, optimizer, generator):
+    @functools.cached_property
+    def subset_plan(self) -> SubsetPlan:
+        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.sampling.subset_plan`)."""
         settings, data = self.settings, self.data
+        sizes = [data.subset_index.numel()] if data.groups is None else \
+            torch.bincount(data.subset_groups).tolist()
+        return subset_plan(data.n, settings.batch_size, [size for size in sizes if size > 0], settings.target,
+                           settings.subset_batch_size, settings.subset_from_batch)
+
+    def epoch_batches(self, generator):
+        """One epoch's ``[(rows, subset_rows or None), ...]`` under :attr:`subset_plan`."""
+        plan, data = self.subset_plan, self.data
+        return epoch_batches(data.n, self.settings.batch_size, generator,
+                             subset_index=data.subset_index if plan.separate else None, subset_size=plan.size,
+                             subset_groups=data.subset_groups, per_group=plan.per_group)
+
+    def _minibatch_epoch(self, model, optimizer, generator):
+        data = self.data
         X, labels, groups = data.X, data.labels, data.groups
-        separate = not settings.subset_from_batch
-        batches = epoch_batches(
-            data.n, settings.batch_size, generator, subset_index=data.subset_index if separate else None,
-            subset_size=settings.subset_batch_size or settings.batch_size, subset_groups=data.subset_groups)
+        batches = self.epoch_batches(generator)
 
         def steps():
             # index_select, not X[rows]: on the CPU advanced indexing copies element by element, ~20x

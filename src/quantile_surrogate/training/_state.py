@@ -59,7 +59,45 @@ class TrainingSettings:
 
 @dataclass
 class TrainResult:
-    """What :func:`train` returns."""
+    """What :func:`~quantile_surrogate.training.train` returns: the selected restart and its record.
+
+    Attributes
+    ----------
+    model : torch.nn.Module
+        The selected restart's model, in eval mode.
+    loss : float
+        Its full-batch training loss (the restart selection criterion).
+    loss_curve : list of float
+        Mean minibatch loss per epoch of the selected restart.
+    n_iter : int
+        Epochs run by the selected restart.
+    restart : int
+        Index of the selected restart.
+    restart_losses : list of float
+        Full-batch training loss of every restart.
+    validation_curve : list or None
+        Validation metric per epoch (entry 0 is the start), if ``validation`` was given.
+    best_epoch : int or None
+        Epoch whose parameters were kept, if ``validation`` was given.
+    start : {"random", "logistic", "model"}
+        How the selected restart started.
+    initial_state : dict or None
+        The selected restart's parameters before its first epoch (a ``state_dict``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate import train
+    >>> g = torch.Generator().manual_seed(0)
+    >>> X = torch.randn(100, 2, dtype=torch.float64, generator=g)
+    >>> y = X[:, 0] + 0.5 * torch.randn(100, dtype=torch.float64, generator=g) > 0.5
+    >>> result = train(torch.nn.Linear(2, 1, dtype=torch.float64), X, y, max_epochs=5, n_restarts=2,
+    ...                random_state=0)
+    >>> result.n_iter, len(result.loss_curve), len(result.restart_losses), result.start
+    (5, 5, 2, 'random')
+    >>> result.loss == min(result.restart_losses), result.model.training
+    (True, False)
+    """
 
     model: nn.Module
     """The selected restart's model, in eval mode."""

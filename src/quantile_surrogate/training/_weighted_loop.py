@@ -16,7 +16,6 @@ import torch
 
 from ._loop import TrainingLoop, _as_floats
 from .models import fit_logistic
-from .sampling import epoch_batches
 from ..objectives import objective_loss, training_loss
 
 __all__ = ["WeightedTrainingLoop"]
@@ -56,11 +55,8 @@ class WeightedTrainingLoop(TrainingLoop):
         return float(out.loss.detach()), _as_floats(out.threshold)
 
     def _minibatch_epoch(self, model, optimizer, generator):
-        settings, data = self.settings, self.data
-        separate = not settings.subset_from_batch
-        batches = epoch_batches(
-            data.n, settings.batch_size, generator, subset_index=data.subset_index if separate else None,
-            subset_size=settings.subset_batch_size or settings.batch_size, subset_groups=data.subset_groups)
+        data = self.data
+        batches = self.epoch_batches(generator)
         total, count, threshold = 0.0, 0, torch.full((), float("nan"))
         for rows, subset_rows in batches:
             rows = rows.to(data.X.device)

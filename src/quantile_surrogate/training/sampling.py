@@ -10,26 +10,35 @@ r"""Minibatches for Algorithm 1: a shuffled pass over the data, and step 2's sep
 batches (the training loop's checkpoints rely on it). The rows of ``A`` come as a stream of
 passes over ``A``, each pass reshuffled, so that an epoch visits distinct rows of ``A``
 before it repeats any. With groups, every group of ``A`` is drawn on its own, so that each
-group's threshold has rows in every step. :class:`SubsetBatchSampler` serves the same
-batches to a :class:`torch.utils.data.DataLoader`, for data sets read one batch at a time.
+group's threshold has rows in every step. :func:`subset_plan` decides, once per fit, whether
+a step draws a separate minibatch of ``A`` and how many rows (the default of
+``subset_batch_size``, :func:`default_subset_batch_size`). :class:`SubsetBatchSampler` serves
+the same batches to a :class:`torch.utils.data.DataLoader`, for data sets read one batch at a time.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch.utils.data import Sampler, default_collate
 
-from .._validation import check_group_codes, check_integer, check_labels
+from .._validation import check_group_codes, check_integer, check_labels, check_target
 from ..objectives import get_objective, subset_mask
 
-__all__ = ["MIN_GROUP_SUBSET_ROWS", "SubsetBatchSampler", "epoch_batches", "subset_batches", "group_shares"]
+__all__ = ["MIN_GROUP_SUBSET_ROWS", "TAIL_ROWS", "SubsetBatchSampler", "SubsetPlan", "default_subset_batch_size",
+           "epoch_batches", "group_shares", "subset_batches", "subset_plan"]
 
+#: ``k`` of :func:`default_subset_batch_size`: the rows of the minibatch of ``A`` expected beyond the
+#: quantile level. The relative standard error of the rate that the estimated threshold gives is
+#: then about ``1 / sqrt(k)``, 14 %: recall 0.95 +- 0.007 per step at a target of 0.95.
+TAIL_ROWS = 50
+
+#: With groups, each group's share of the separate minibatch of A is at least this many rows
+#: (at most ``subset_batch_size``; all of its rows of A if it has fewer): a rare group's quantile
+#: from a handful of rows would be mostly noise (:func:`group_shares`).
 MIN_GROUP_SUBSET_ROWS = 64
-"""With groups, each group's share of the separate minibatch of A is at least this many rows
-(at most ``subset_batch_size``; all of its rows of A if it has fewer): a rare group's quantile
-from a handful of rows would be mostly noise."""
 
 
 def group_shares(group_sizes, subset_size: int) -> list[int]:
@@ -39,12 +48,158 @@ def group_shares(group_sizes, subset_size: int) -> list[int]:
         m_g = \max\big(\lceil m \, |A_g| / |A| \rceil, \min(\mathrm{MIN\_GROUP\_SUBSET\_ROWS}, m)\big),
 
     capped at ``|A_g|`` when the batch is drawn (a group with fewer rows gives all of them).
+    The total can exceed ``m``: the floor gives a rare group's threshold enough rows.
 
+    Parameters
+    ----------
+    group_sizes : sequence of int
+        ``|A_g|``, the rows of ``A`` in each group.
+    subset_size : int
+        ``m``, the rows of the separate minibatch of ``A`` (``subset_batch_size``).
+
+    Returns
+    -------
+    list of int
+        ``m_g`` for each group, in the order of ``group_sizes``.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.training.sampling import group_shares
     >>> group_shares([900, 90, 10], 100)
     [90, 64, 64]
+    >>> group_shares([50, 50], 30)  # the floor is min(MIN_GROUP_SUBSET_ROWS, 30)
+    [30, 30]
     """
     total = sum(group_sizes)
     return [max(math.ceil(subset_size * size / total), min(MIN_GROUP_SUBSET_ROWS, subset_size)) for size in group_sizes]
+
+
+def default_subset_batch_size(subset_rows: int, target: float, tail_rows: int = TAIL_ROWS) -> int:
+    r"""Rows of ``A`` that one step's threshold needs: ``min(|A|, ceil(k / min(c, 1 - c)))``.
+
+    Parameters
+    ----------
+    subset_rows : int
+        ``|A|`` (or, with groups, ``|A_g|``).
+    target : float in (0, 1)
+        The objective's target ``c``; the threshold is the quantile at level ``1 - c``, with
+        ``min(c, 1 - c)`` of ``A`` beyond it on its shorter side.
+    tail_rows : int
+        ``k``, the rows expected beyond the level (:data:`TAIL_ROWS`).
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Step 2 of Algorithm 1 estimates ``theta = q(f(A), 1 - c)`` from ``m`` rows of ``A`` drawn
+    uniformly. With ``p = min(c, 1 - c)`` and ``F`` the distribution of ``f(A)``, the rate the
+    estimated threshold gives is ``F(theta_hat) ~ Beta(m p, m (1 - p))`` (the order statistic),
+    so its standard error is ``sqrt(p (1 - p) / (m + 1))``, and relative to the tail ``p``
+
+    .. math::
+        \frac{\mathrm{sd}(F(\hat\theta))}{p} \approx \sqrt{\frac{1 - p}{m p}} \le \frac{1}{\sqrt{k}},
+        \qquad k = m p,
+
+    the expected number of sampled rows beyond the level. The error depends on ``k``, not
+    on ``m``: a fixed ``k`` gives every target the same relative accuracy. The kernel
+    estimator averages order statistics around the level, which, if anything, lowers the
+    variance below the point estimate's.
+
+    Examples
+    --------
+    >>> default_subset_batch_size(50_000, 0.95), default_subset_batch_size(50_000, 0.8)
+    (1000, 250)
+    >>> default_subset_batch_size(600, 0.95)      # fewer rows of A than that: all of them
+    600
+    """
+    tail = min(target, 1.0 - target)
+    # The 1e-9 keeps a quotient like 50 / (1 - 0.9) = 500.0000000000001 from rounding up to 501.
+    return min(int(subset_rows), math.ceil(tail_rows / tail - 1e-9))
+
+
+@dataclass(frozen=True)
+class SubsetPlan:
+    r"""Where one fit's steps take ``A_b`` from (:func:`subset_plan`).
+
+    Parameters
+    ----------
+    separate : bool
+        A separate minibatch of ``A`` (step 2 of Algorithm 1); False: ``A_b = X_b \cap A``.
+    size : int or None, default=None
+        Rows of the separate minibatch: in all (split by :func:`group_shares`), or per group
+        with ``per_group``; None when not ``separate``.
+    per_group : bool, default=False
+        Each group of ``A`` gets ``size`` rows (all of its rows if it has fewer).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.training.sampling import SubsetPlan, subset_plan
+    >>> subset_plan(1_000_000, 10_000, [80_000], 0.95) == SubsetPlan(separate=True, size=1000)
+    True
+    """
+
+    separate: bool
+    """A separate minibatch of ``A`` (step 2 of Algorithm 1); False: ``A_b = X_b \\cap A``."""
+    size: int | None = None
+    """Rows of the separate minibatch: in all (split by :func:`group_shares`), or per group with ``per_group``."""
+    per_group: bool = False
+    """Each group of ``A`` gets ``size`` rows (all of its rows if it has fewer)."""
+
+
+def subset_plan(n: int, batch_size: int, subset_sizes, target: float, subset_batch_size: int | None = None,
+                subset_from_batch: bool = False, tail_rows: int = TAIL_ROWS) -> SubsetPlan:
+    r"""How a minibatch fit takes ``A_b``: the batch's own rows of ``A``, or a separate minibatch of how many rows.
+
+    Parameters
+    ----------
+    n, batch_size : int
+        Rows of the data, and per minibatch (``batch_size < n``).
+    subset_sizes : list of int
+        ``[|A|]``, or with groups every group's ``|A_g|``.
+    target : float
+        The objective's target ``c``.
+    subset_batch_size : int or None
+        The user's setting: an int is a separate minibatch of that many rows in all (the
+        groups sharing them by :func:`group_shares`); None applies the rule below.
+    subset_from_batch : bool
+        Always ``A_b = X_b \cap A``.
+    tail_rows : int
+        ``k`` of :func:`default_subset_batch_size`.
+
+    Returns
+    -------
+    SubsetPlan
+
+    Notes
+    -----
+    With ``subset_batch_size=None`` each threshold (one, or one per group) needs
+    ``m_g = min(|A_g|, ceil(k / min(c, 1 - c)))`` rows (:func:`default_subset_batch_size`).
+    A batch of ``B`` rows holds ``B |A_g| / n`` rows of ``A_g`` in expectation, a uniform
+    sample of ``A_g``: if that is at least ``m_g`` for every group, a separate draw would cost
+    a forward and backward pass over more rows for no better an estimate, and the batch's own
+    rows are used (always so for ``precision_at_rate`` with ``B >= m``, where ``A`` is every
+    row). Otherwise each step draws ``m_g`` rows of every ``A_g``.
+
+    Examples
+    --------
+    >>> subset_plan(1_000_000, 10_000, [80_000], 0.95)           # 800 positives per batch < 1000
+    SubsetPlan(separate=True, size=1000, per_group=False)
+    >>> subset_plan(1_000_000, 10_000, [1_000_000], 0.05)        # A is every row: the batch is enough
+    SubsetPlan(separate=False, size=None, per_group=False)
+    """
+    if subset_from_batch:
+        return SubsetPlan(separate=False)
+    if subset_batch_size is not None:
+        return SubsetPlan(separate=True, size=int(subset_batch_size))
+    sizes = [int(size) for size in subset_sizes]
+    needed = [default_subset_batch_size(size, target, tail_rows) for size in sizes]
+    if all(batch_size * size >= need * n for size, need in zip(sizes, needed)):
+        return SubsetPlan(separate=False)
+    if len(sizes) == 1:
+        return SubsetPlan(separate=True, size=needed[0])
+    return SubsetPlan(separate=True, size=default_subset_batch_size(max(sizes), target, tail_rows), per_group=True)
 
 
 def _stream(index: torch.Tensor, n_batches: int, size: int, generator: torch.Generator) -> list[torch.Tensor]:
@@ -58,46 +213,95 @@ def _stream(index: torch.Tensor, n_batches: int, size: int, generator: torch.Gen
 
 
 def subset_batches(subset_index: torch.Tensor, n_batches: int, subset_size: int, generator: torch.Generator,
-                   subset_groups: torch.Tensor | None = None) -> list[torch.Tensor]:
+                   subset_groups: torch.Tensor | None = None, per_group: bool = False) -> list[torch.Tensor]:
     """Step 2 of Algorithm 1: ``n_batches`` index tensors of rows of ``A``, ``subset_size`` rows each.
 
     Parameters
     ----------
-    subset_index : int64 Tensor of shape (|A|,)
+    subset_index : int64 Tensor of shape ``(|A|,)``
         The rows of ``A`` (indices into the data).
     n_batches, subset_size : int
         How many minibatches of ``A``, and their size; a size of at least ``|A|`` gives all
         of ``A`` in every batch.
     generator : torch.Generator
         The only source of randomness.
-    subset_groups : int64 Tensor of shape (|A|,), optional
+    subset_groups : int64 Tensor of shape ``(|A|,)``, optional
         The group code of each row of ``A``. Each group is then drawn on its own, its
         :func:`group_shares` of ``subset_size`` rows, and the groups are concatenated in
         the order of their codes.
+    per_group : bool
+        With ``subset_groups``: every group gets ``subset_size`` rows (all of its rows if it
+        has fewer) instead of its share.
+
+    Returns
+    -------
+    list of int64 Tensor
+        ``n_batches`` index tensors. The rows of ``A`` come as a stream of passes over ``A``,
+        each pass reshuffled, so that distinct rows come before any repeats.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.training.sampling import subset_batches
+    >>> A = torch.tensor([0, 3, 7])  # the rows of A
+    >>> batches = subset_batches(A, n_batches=3, subset_size=2, generator=torch.Generator().manual_seed(0))
+    >>> [len(rows) for rows in batches], sorted(torch.cat(batches)[:3].tolist())  # a pass first
+    ([2, 2, 2], [0, 3, 7])
     """
     if subset_groups is None:
         return _stream(subset_index, n_batches, subset_size, generator)
     codes = torch.unique(subset_groups).tolist()
     indices = [subset_index[subset_groups == g] for g in codes]
-    shares = group_shares([index.numel() for index in indices], subset_size)
+    sizes = [index.numel() for index in indices]
+    shares = [subset_size] * len(sizes) if per_group else group_shares(sizes, subset_size)
     parts = [_stream(index, n_batches, share, generator) for index, share in zip(indices, shares)]
     return [torch.cat(rows) for rows in zip(*parts)]
 
 
 def epoch_batches(n: int, batch_size: int, generator: torch.Generator, *, subset_index: torch.Tensor | None = None,
-                  subset_size: int | None = None, subset_groups: torch.Tensor | None = None):
+                  subset_size: int | None = None, subset_groups: torch.Tensor | None = None, per_group: bool = False):
     """One epoch of Algorithm 1's minibatches as ``[(rows, subset_rows), ...]`` index tensors.
 
     ``rows`` is a shuffled pass over ``range(n)`` in slices of ``batch_size`` (the last one
     shorter); ``subset_rows`` is the separate minibatch of ``A``
-    (:func:`subset_batches` with ``subset_size`` rows), or None when ``subset_index`` is None
+    (:func:`subset_batches` with ``subset_size`` rows, ``per_group`` as there), or None when ``subset_index`` is None
     (``A_b`` is then taken from the batch itself). The batch permutation is drawn first,
-    then the subset stream, both from ``generator``.
+    then the subset stream, both from ``generator``, so the same generator state gives the
+    same epoch (what :func:`~quantile_surrogate.training.train`'s checkpoints rely on).
+
+    Parameters
+    ----------
+    n : int
+        Rows of the data.
+    batch_size : int
+        Rows per minibatch.
+    generator : torch.Generator
+        The only source of randomness.
+    subset_index : int64 Tensor of shape ``(|A|,)``, optional
+        The rows of ``A``; None takes ``A_b`` from the batch (no separate minibatch).
+    subset_size, subset_groups, per_group
+        As in :func:`subset_batches`.
+
+    Returns
+    -------
+    list of (Tensor, Tensor or None)
+        One ``(rows, subset_rows)`` pair per step.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.training.sampling import epoch_batches
+    >>> epoch = epoch_batches(10, 4, torch.Generator().manual_seed(0), subset_index=torch.tensor([0, 3, 7]),
+    ...                       subset_size=2)
+    >>> [(len(rows), len(subset_rows)) for rows, subset_rows in epoch]
+    [(4, 2), (4, 2), (2, 2)]
+    >>> sorted(torch.cat([rows for rows, _ in epoch]).tolist()) == list(range(10))  # every row once
+    True
     """
     batches = torch.randperm(n, generator=generator).split(batch_size)
     if subset_index is None:
         return [(rows, None) for rows in batches]
-    subsets = subset_batches(subset_index, len(batches), subset_size, generator, subset_groups)
+    subsets = subset_batches(subset_index, len(batches), subset_size, generator, subset_groups, per_group)
     return list(zip(batches, subsets))
 
 
@@ -132,7 +336,13 @@ class SubsetBatchSampler(Sampler):
         Its subset ``A`` (:data:`~quantile_surrogate.objectives.OBJECTIVES`): the positives, the
         negatives or every row.
     subset_batch_size : int, optional
-        Rows of ``A`` per step; ``batch_size`` if None, all of ``A`` if it is at least ``|A|``.
+        Rows of ``A`` per step, all of ``A`` if it is at least ``|A|``. If None:
+        :func:`default_subset_batch_size` at ``target`` when ``target`` is given (every group
+        its own, with ``groups``), else ``batch_size``.
+    target : float in (0, 1), optional
+        The objective's target (the recall, rate or false positive rate), for the default
+        size above; as :func:`~quantile_surrogate.training.train` sizes its separate minibatch
+        (a sampler always yields one, even where ``train`` would reuse the batch's rows of ``A``).
     groups : integer Tensor or array of shape (n,), optional
         Group codes; each group of ``A`` then gets its :func:`group_shares` in every step.
     generator : torch.Generator, optional
@@ -141,14 +351,42 @@ class SubsetBatchSampler(Sampler):
         makes the epochs reproducible).
     drop_last : bool
         Skip the last, shorter batch of each epoch.
+
+    Attributes
+    ----------
+    subset_rows : int
+        Rows of ``A`` in every step's separate minibatch (each group's share capped at its size).
+
+    Raises
+    ------
+    ValueError
+        If ``labels`` has no row of ``A`` for ``objective``, or a group has none.
+
+    See Also
+    --------
+    quantile_surrogate.training.train : Accepts a loader built with this sampler.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch.utils.data import DataLoader, TensorDataset
+    >>> from quantile_surrogate import SubsetBatchSampler
+    >>> X = torch.randn(100, 3, generator=torch.Generator().manual_seed(0))
+    >>> y = (torch.arange(100) % 10 == 0).long()  # 10 positives: A for precision at recall
+    >>> sampler = SubsetBatchSampler(y, batch_size=32, subset_batch_size=8,
+    ...                              generator=torch.Generator().manual_seed(0))
+    >>> loader = DataLoader(TensorDataset(X, y), batch_sampler=sampler, collate_fn=sampler.collate)
+    >>> [(len(y_b), len(y_a), int(y_a.sum())) for (X_b, y_b), (X_a, y_a) in loader]
+    [(32, 8, 8), (32, 8, 8), (32, 8, 8), (4, 8, 8)]
     """
 
     def __init__(self, labels, batch_size: int, *, objective: str = "precision_at_recall",
-                 subset_batch_size: int | None = None, groups=None, generator: torch.Generator | None = None,
-                 drop_last: bool = False):
+                 subset_batch_size: int | None = None, target: float | None = None, groups=None,
+                 generator: torch.Generator | None = None, drop_last: bool = False):
         labels = check_labels(torch.as_tensor(labels), len(labels))
         self.batch_size = check_integer(batch_size, "batch_size", 1)
         self.subset_batch_size = check_integer(subset_batch_size, "subset_batch_size", 1, allow_none=True)
+        self.target = None if target is None else check_target(target, "target")
         in_subset = subset_mask(labels, objective)
         if not bool(in_subset.any()):
             raise ValueError(f"`labels` has no row of the subset A ({get_objective(objective).subset}) for "
@@ -161,16 +399,25 @@ class SubsetBatchSampler(Sampler):
                                       objective=objective)
             self.subset_groups = codes[self.subset_index]
         self.generator, self.drop_last = generator, bool(drop_last)
+        self.subset_size, self.per_group = self._subset_size()
         self.subset_rows = self._subset_rows()
+
+    def _subset_size(self) -> tuple[int, bool]:
+        """(size, per_group) of the separate minibatch, as :func:`subset_batches` takes them."""
+        if self.subset_batch_size is not None or self.target is None:
+            return self.subset_batch_size or self.batch_size, False
+        grouped = self.subset_groups is not None
+        return default_subset_batch_size(self.subset_index.numel(), self.target), grouped
 
     def _subset_rows(self) -> int:
         """Rows of ``A`` in every step (each group's share, capped at its size)."""
-        size = self.subset_batch_size or self.batch_size
+        size = self.subset_size
         if self.subset_groups is None:
             return min(size, self.subset_index.numel())
         counts = torch.bincount(self.subset_groups)
         counts = counts[counts > 0].tolist()
-        return sum(min(share, count) for share, count in zip(group_shares(counts, size), counts))
+        shares = [size] * len(counts) if self.per_group else group_shares(counts, size)
+        return sum(min(share, count) for share, count in zip(shares, counts))
 
     def __len__(self) -> int:
         return self.n // self.batch_size if self.drop_last else math.ceil(self.n / self.batch_size)
@@ -180,8 +427,8 @@ class SubsetBatchSampler(Sampler):
         if generator is None:
             generator = torch.Generator().manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
         batches = epoch_batches(self.n, self.batch_size, generator, subset_index=self.subset_index,
-                                subset_size=self.subset_batch_size or self.batch_size,
-                                subset_groups=self.subset_groups)
+                                subset_size=self.subset_size, subset_groups=self.subset_groups,
+                                per_group=self.per_group)
         for rows, subset_rows in batches:
             if self.drop_last and rows.numel() < self.batch_size:
                 continue
