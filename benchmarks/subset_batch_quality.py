@@ -18,7 +18,7 @@ Tasks:
 
 Configurations: ``batch`` (the old default: ``batch_size`` rows of ``A``, all of ``A`` if
 fewer), ``k=50`` and ``k=25`` (``min(|A|, ceil(k / min(c, 1 - c)))`` rows, the rule of
-:func:`quantile_surrogate.training.sampling.default_subset_batch_size` with its ``k`` = 50 and
+:func:`quantile_surrogate.training.subset_size.default_subset_batch_size` with its ``k`` = 50 and
 half of it), ``from batch`` (``subset_from_batch=True``) and ``default`` (``subset_batch_size=None``
 as ``train`` now resolves it).
 

@@ -7,15 +7,12 @@ import torch
 from quantile_surrogate.training import objective_loss, subset_mask, train
 from quantile_surrogate.training.sampling import (
     MIN_GROUP_SUBSET_ROWS,
-    TAIL_ROWS,
     SubsetBatchSampler,
-    SubsetPlan,
-    default_subset_batch_size,
     epoch_batches,
     group_shares,
     subset_batches,
-    subset_plan,
 )
+from quantile_surrogate.training.subset_size import TAIL_ROWS, SubsetPlan, default_subset_batch_size, subset_plan
 from tests.test_training import blobs, linear, params
 
 torch.set_num_threads(1)

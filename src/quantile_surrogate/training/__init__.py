@@ -217,7 +217,7 @@ def train(
     quantile_surrogate.QuantileClassifier : The scikit-learn estimator around it.
     quantile_surrogate.objectives.predict_scores : The trained model's scores.
     quantile_surrogate.objectives.constraint_threshold : The exact threshold on those scores.
-    quantile_surrogate.training.sampling.subset_plan : The rule for ``subset_batch_size=None``.
+    quantile_surrogate.training.subset_size.subset_plan : The rule for ``subset_batch_size=None``.
 
     Notes
     -----
@@ -248,7 +248,7 @@ def train(
     .. math::
         m = \min\big(|A|, \lceil k / \min(c, 1 - c) \rceil\big), \qquad k = 50
 
-    (:data:`~quantile_surrogate.training.sampling.TAIL_ROWS`): 1000 rows at a target of 0.95
+    (:data:`~quantile_surrogate.training.subset_size.TAIL_ROWS`): 1000 rows at a target of 0.95
     or 0.05, 250 at 0.8, a relative error of at most ``1 / sqrt(50)`` = 14 % per step (recall
     0.95 +- 0.007 at ``target=0.95``, noise that SGD averages over steps like the batch's own).
     A batch of ``B`` rows holds ``B |A| / n`` rows of ``A`` in expectation, themselves a uniform

@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .early_stopping import EarlyStopping
 from .models import decayed_parameters, fit_logistic, reset_parameters
-from .sampling import SubsetPlan, epoch_batches, subset_plan
+from .sampling import epoch_batches
+from .subset_size import SubsetPlan, subset_plan
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
 from ..objectives import objective_loss, objective_metric, predict_scores, training_loss
 
@@ -161,7 +162,7 @@ class TrainingLoop:
 
     @functools.cached_property
     def subset_plan(self) -> SubsetPlan:
-        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.sampling.subset_plan`)."""
+        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.subset_size.subset_plan`)."""
         settings, data = self.settings, self.data
         sizes = [data.subset_index.numel()] if data.groups is None else \
             torch.bincount(data.subset_groups).tolist()
