@@ -154,8 +154,8 @@ def test_dataloader_with_the_subset_sampler_trains_on_cuda():
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            first = float(loss) if first is None else first
-            last = float(loss)
+            first = float(loss.detach()) if first is None else first
+            last = float(loss.detach())
     assert last < first
 
 
