@@ -274,17 +274,25 @@ def test_eban_beats_thresholded_logistic_at_recall(mixture):
 # -- sklearn conventions, bad input, determinism -----------------------------------------------
 
 
-@parametrize_with_checks(
-    small_estimators(),
-    expected_failed_checks=lambda est: (
-        {}
-        if est.objective == "precision_at_recall"
-        else {
-            "check_classifiers_train": "predicts classes_[1] for only ceil(target n) rows, so accuracy on the "
-            "check's balanced data stays far below its 0.83 floor, by design."
-        }
-    ),
+AATP_WEIGHT_EQUIVALENCE = (
+    "A row repeated is several candidate points (n_candidates counts rows), and liblinear's coordinate order "
+    "depends on the rows, so weights 2 and a duplicated row give other candidates and solutions; "
+    "tests/test_baseline_weights.py checks what the weights do promise (zero weight = dropping the row)."
 )
+
+
+def expected_failed_checks(est):
+    failures = {}
+    if est.objective != "precision_at_recall":
+        failures["check_classifiers_train"] = (
+            "predicts classes_[1] for only ceil(target n) rows, so accuracy on the check's balanced data stays "
+            "far below its 0.83 floor, by design.")
+    if isinstance(est, AccuracyAtTheTop):
+        failures["check_sample_weight_equivalence_on_dense_data"] = AATP_WEIGHT_EQUIVALENCE
+    return failures
+
+
+@parametrize_with_checks(small_estimators(), expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

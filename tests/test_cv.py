@@ -1,15 +1,35 @@
-"""QuantileClassifierCV: scikit-learn's checks, and the grid scored and refitted as documented."""
+"""QuantileClassifierCV: scikit-learn's checks, and the grid scored, chosen and refitted as documented.
+
+The references are independent of the CV's own code: a fold's score must equal what a plain
+``QuantileClassifier`` trained from the logistic start for that many epochs on the fold's rows
+scores on the held-out rows (or, for 0 epochs, the logistic start that ``train`` returns), and
+integer weights must equal the rows repeated with the same folds.
+"""
 
 import numpy as np
+import pytest
+import sklearn
+import torch
 from sklearn.datasets import make_classification
-from sklearn.model_selection import StratifiedKFold
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
+from quantile_surrogate.objectives import objective_metric, predict_scores
+from quantile_surrogate.training import train
+from quantile_surrogate.training.models import build_scorer
 
-# No check is expected to fail (the same as QuantileClassifier: multi-class checks honour the tag).
-EXPECTED_FAILED_CHECKS: dict[str, str] = {}
-SMALL = QuantileClassifier(max_epochs=3, n_restarts=1, early_stopping=False)  # API checks, not accuracy
+EXPECTED_FAILED_CHECKS: dict[str, str] = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "Weights are frequency weights within a fold, but a row repeated is several rows that the "
+        "shuffled stratified folds put in different folds, and the column standardisation is unweighted; "
+        "test_integer_weights_are_the_rows_repeated_with_the_same_folds checks the equivalence with "
+        "the folds mapped and standardize=False."
+    ),
+}
+SMALL = QuantileClassifier(max_epochs=3, n_restarts=1)  # API checks, not accuracy
 
 
 @parametrize_with_checks(
@@ -21,36 +41,171 @@ def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
 
-def _data():
-    return make_classification(300, n_features=5, weights=[0.8, 0.2], random_state=1)
+def test_param_validation():
+    check_param_validation("QuantileClassifierCV", QuantileClassifierCV(estimator=SMALL))
 
 
-def test_grid_scores_are_the_fold_metrics_and_the_best_is_refitted():
-    X, y = _data()
-    clf = QuantileClassifierCV(target=0.9, alphas=(1e-2, 1e-4), bandwidths=(0.05, 0.1), cv=3,
-                               estimator=QuantileClassifier(max_epochs=5, n_restarts=1, early_stopping=False),
-                               random_state=0).fit(X, y)
+def _data(n=300, seed=1):
+    return make_classification(n, n_features=5, weights=[0.75, 0.25], random_state=seed)
+
+
+# One logistic restart and raw features, so that a plain QuantileClassifier on a fold's rows is the reference.
+PLAIN = dict(n_restarts=1, init="logistic", standardize=False)
+
+
+def _reference_fold_score(X, y, fit, held, params, epochs, seed, groups=None):
+    """The held-out metric of the logistic start trained ``epochs`` epochs on ``fit`` (0: the start itself)."""
+    if epochs == 0:
+        factory = lambda: build_scorer(X.shape[1], tuple(params["hidden_layer_sizes"]), None)  # noqa: E731
+        model = train(factory, torch.as_tensor(X[fit]), torch.as_tensor(y[fit]), max_epochs=0, init="logistic",
+                      random_state=seed).model
+        scores = predict_scores(model, torch.as_tensor(X[held])).double().numpy()
+        return objective_metric(y[held], scores, objective="precision_at_recall", target=0.9,
+                                groups=None if groups is None else np.unique(groups, return_inverse=True)[1][held])
+    model = QuantileClassifier(target=0.9, max_epochs=epochs, early_stopping=False, random_state=seed, **PLAIN,
+                               **params)
+    extra = {} if groups is None else {"groups": groups[fit]}
+    model.fit(X[fit], y[fit], **extra)
+    return model.score(X[held], y[held], **({} if groups is None else {"groups": groups[held]}))
+
+
+def test_fold_scores_are_plain_fits_for_the_chosen_epochs_and_the_best_is_refitted():
+    X, y = _data(200)
+    clf = QuantileClassifierCV(target=0.9, alphas=(1e-2,), bandwidths=(0.05, 0.1), hidden_layer_sizes_grid=((), (8,)),
+                               cv=3,
+                               estimator=QuantileClassifier(max_epochs=5, **PLAIN), random_state=0).fit(X, y)
     results = clf.cv_results_
-    assert len(results["mean_test_score"]) == 2 * 2 * 2
-    best = int(np.argmax(results["mean_test_score"]))  # ties: the first, as documented
-    assert (clf.alpha_, clf.bandwidth_, clf.hidden_layer_sizes_) == (
-        results["param_alpha"][best], results["param_bandwidth"][best], results["param_hidden_layer_sizes"][best])
-    # Brute force: the chosen candidate's fold scores, recomputed by hand with the same folds and seed.
+    assert len(results["mean_test_score"]) == 2 * 2
     seed = clf.best_estimator_.random_state
-    folds = StratifiedKFold(3, shuffle=True, random_state=seed).split(X, y)
-    params = dict(target=0.9, max_epochs=5, n_restarts=1, early_stopping=False, alpha=clf.alpha_,
-                  bandwidth=clf.bandwidth_, hidden_layer_sizes=clf.hidden_layer_sizes_, random_state=seed)
-    manual = [QuantileClassifier(**params).fit(X[a], y[a]).score(X[b], y[b]) for a, b in folds]
-    np.testing.assert_allclose(manual, [results[f"split{k}_test_score"][best] for k in range(3)])
-    # Refitted on every row: the same model as a QuantileClassifier with the chosen values.
-    reference = QuantileClassifier(**params).fit(X, y)
-    np.testing.assert_allclose(clf.decision_function(X), reference.decision_function(X))
-    assert clf.score(X, y) == reference.score(X, y)
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=seed).split(X, y))
+    for c, params in enumerate(results["params"]):
+        epochs = int(results["best_epochs"][c])
+        assert epochs in (0, 1, 2, 5)
+        manual = [_reference_fold_score(X, y, a, b, params, epochs, seed) for a, b in folds]
+        np.testing.assert_allclose([results[f"split{k}_test_score"][c] for k in range(3)], manual, rtol=1e-9)
+    # The choice: rank 1 has the best mean; ranks are a permutation that never increases the mean.
+    order = np.argsort(results["rank_test_score"])
+    assert sorted(results["rank_test_score"]) == list(range(1, 5))
+    assert np.all(np.diff(results["mean_test_score"][order]) <= 1e-12)
+    chosen = order[0]
+    assert clf.best_score_ == results["mean_test_score"].max()
+    assert (clf.alpha_, clf.bandwidth_, clf.hidden_layer_sizes_, clf.epochs_) == (
+        results["param_alpha"][chosen], results["param_bandwidth"][chosen],
+        results["param_hidden_layer_sizes"][chosen], results["best_epochs"][chosen])
+    # Refitted on every row: the chosen start trained epochs_ epochs, as a plain fit on every row gives.
+    params = results["params"][chosen]
+    every = np.arange(len(y))
+    assert clf.score(X, y) == pytest.approx(_reference_fold_score(X, y, every, every, params, clf.epochs_, seed))
+    if clf.epochs_ > 0:
+        reference = QuantileClassifier(target=0.9, max_epochs=clf.epochs_, early_stopping=False, random_state=seed,
+                                       **PLAIN, **params).fit(X, y)
+        np.testing.assert_allclose(clf.decision_function(X), reference.decision_function(X), rtol=1e-9, atol=1e-9)
+    assert bool((clf.predict(X)[y == 1] == 1).mean() >= 0.9)
+
+
+def test_a_tie_keeps_the_logistic_start_and_the_first_candidate():
+    # With learning_rate tiny, training cannot change the held-out metric: every entry ties with the start,
+    # and the linear model's start is the same for every alpha (alpha only enters the training).
+    X, y = _data(200)
+    clf = QuantileClassifierCV(target=0.9, alphas=(1e-2, 1e-3), bandwidths=(0.1,), hidden_layer_sizes_grid=((),),
+                               cv=3, random_state=0,
+                               estimator=QuantileClassifier(max_epochs=5, learning_rate=1e-12, **PLAIN)).fit(X, y)
+    assert clf.epochs_ == 0 and clf.start_ == "logistic" and clf.alpha_ == 1e-2
+    scores = clf.cv_results_["mean_test_score"]
+    assert scores[0] == scores[1] and list(clf.cv_results_["rank_test_score"]) == [1, 2]
+
+
+def _repeat_folds(folds, w):
+    """The same folds on the rows repeated ``w`` times (each original row's copies stay together)."""
+    copies = np.split(np.arange(int(w.sum())), np.cumsum(w)[:-1])
+    return [(np.concatenate([copies[i] for i in a]), np.concatenate([copies[i] for i in b])) for a, b in folds]
+
+
+def test_integer_weights_are_the_rows_repeated_with_the_same_folds():
+    X, y = _data(240, 3)
+    w = np.random.default_rng(0).integers(0, 4, len(y))
+    w[:2] = 1
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=5).split(X, y))
+    kw = dict(target=0.9, alphas=(1e-2, 1e-3), bandwidths=(0.1,), hidden_layer_sizes_grid=((), (4,)), random_state=0,
+              estimator=QuantileClassifier(max_epochs=5, n_restarts=2, standardize=False))
+    weighted = QuantileClassifierCV(cv=folds, **kw).fit(X, y, sample_weight=w)
+    r = np.repeat(np.arange(len(y)), w)
+    repeated = QuantileClassifierCV(cv=_repeat_folds(folds, w), **kw).fit(X[r], y[r])
+    for key in ("mean_test_score", "best_epochs", "best_restart"):
+        np.testing.assert_allclose(weighted.cv_results_[key], repeated.cv_results_[key], rtol=1e-7)
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=1e-6, atol=1e-7)
+    # And the weights matter: unweighted, the same folds give other held-out scores.
+    plain = QuantileClassifierCV(cv=folds, **kw).fit(X, y)
+    assert not np.allclose(plain.cv_results_["mean_test_score"], weighted.cv_results_["mean_test_score"])
+
+
+def test_groups_are_trained_and_scored_per_group_and_refitted_with_a_threshold_each():
+    X, y = _data(400, 4)
+    groups = np.where(X[:, 1] > 0, "a", "b")
+    clf = QuantileClassifierCV(target=0.9, alphas=(1e-3,), bandwidths=(0.1,), hidden_layer_sizes_grid=((), (4,)),
+                               cv=3, random_state=0,
+                               estimator=QuantileClassifier(max_epochs=5, **PLAIN)).fit(X, y, groups=groups)
+    assert list(clf.groups_) == ["a", "b"] and clf.group_thresholds_.shape == (2,)
+    predicted = clf.predict(X, groups=groups) == 1
+    assert all(predicted[(y == 1) & (groups == g)].mean() >= 0.9 for g in "ab")
+    with pytest.raises(ValueError, match="groups"):
+        clf.predict(X)
+    seed = clf.best_estimator_.random_state
+    strata = np.unique(groups, return_inverse=True)[1] * 2 + y
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=seed).split(X, strata))
+    results, c = clf.cv_results_, int(np.argmin(clf.cv_results_["rank_test_score"]))
+    manual = [_reference_fold_score(X, y, a, b, results["params"][c], clf.epochs_, seed, groups) for a, b in folds]
+    np.testing.assert_allclose([results[f"split{k}_test_score"][c] for k in range(3)], manual, rtol=1e-9)
 
 
 def test_n_jobs_gives_the_same_choice():
     X, y = _data()
     kw = dict(target=0.9, alphas=(1e-3,), bandwidths=(0.05, 0.1), hidden_layer_sizes_grid=((),), cv=2,
-              estimator=QuantileClassifier(max_epochs=3, n_restarts=1, early_stopping=False), random_state=0)
+              estimator=QuantileClassifier(max_epochs=3, n_restarts=1), random_state=0)
     one, two = QuantileClassifierCV(n_jobs=1, **kw).fit(X, y), QuantileClassifierCV(n_jobs=2, **kw).fit(X, y)
-    np.testing.assert_allclose(one.cv_results_["mean_test_score"], two.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(one.cv_results_["mean_test_score"], two.cv_results_["mean_test_score"])
+
+
+@pytest.fixture
+def routing():
+    sklearn.set_config(enable_metadata_routing=True)
+    yield
+    sklearn.set_config(enable_metadata_routing=False)
+
+
+def test_metadata_routing_passes_sample_weight_through_pipeline_and_grid_search(routing):
+    X, y = _data(200, 6)
+    w = np.random.default_rng(1).integers(1, 4, len(y)).astype(float)
+    seen = []
+
+    class Spy(QuantileClassifierCV):
+        def fit(self, X, y, sample_weight=None, groups=None):
+            seen.append(None if sample_weight is None else np.asarray(sample_weight).copy())
+            return super().fit(X, y, sample_weight=sample_weight, groups=groups)
+
+    small = dict(target=0.9, alphas=(1e-3,), bandwidths=(0.1,), hidden_layer_sizes_grid=((),), cv=2,
+                 estimator=QuantileClassifier(max_epochs=2, n_restarts=1), random_state=0)
+    classifier = Spy(**small).set_fit_request(sample_weight=True).set_score_request(sample_weight=True)
+    pipe = Pipeline([("scale", StandardScaler().set_fit_request(sample_weight=False)), ("clf", classifier)])
+    pipe.fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(seen[-1], w)
+    grid = GridSearchCV(pipe, {"clf__cv": [2, 3]}, cv=2).fit(X, y, sample_weight=w)
+    assert len(seen) == 1 + 2 * 2 + 1 and all(s is not None for s in seen)
+    np.testing.assert_array_equal(seen[-1], w)  # the refit on every row
+    assert np.isfinite(grid.best_score_)
+
+
+def test_bad_settings_name_the_argument_and_the_fix():
+    X, y = _data(60, 7)
+    with pytest.raises(ValueError, match="`cv=30` stratified folds need at least 30 rows"):
+        QuantileClassifierCV(cv=30, estimator=SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="checkpoint=None"):
+        QuantileClassifierCV(estimator=QuantileClassifier(checkpoint="x.pt")).fit(X, y)
+    with pytest.raises(ValueError, match="module_factory"):
+        QuantileClassifierCV(estimator=QuantileClassifier(module_factory=lambda d: None)).fit(X, y)
+    with pytest.raises(ValueError, match="`alpha` is empty"):
+        QuantileClassifierCV(alphas=(), estimator=SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="`bandwidths` must hold finite numbers > 0"):
+        QuantileClassifierCV(bandwidths=(0.0,), estimator=SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="sample_weight"):
+        QuantileClassifierCV(estimator=SMALL).fit(X, y, sample_weight=-np.ones(len(y)))

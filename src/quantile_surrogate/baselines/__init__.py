@@ -33,7 +33,7 @@ __all__ = [
     "prec_at_k_avg_surrogate",
 ]
 
-# Short name (as in the paper's tables) -> class.
+#: Short name (as in the paper's tables) -> class.
 BASELINES = {
     "LR": LogisticRegressionBaseline,
     "AATP": AccuracyAtTheTop,
@@ -41,7 +41,7 @@ BASELINES = {
     "Eban": LagrangianBaseline,
 }
 
-# Short name -> the parameter that sets the regularisation, and whether larger means stronger.
+#: Short name -> the parameter that sets the regularisation, and whether larger means stronger.
 REGULARIZATION = {
     "LR": ("C", "weaker"),
     "AATP": ("C", "weaker"),

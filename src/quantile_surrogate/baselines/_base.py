@@ -25,6 +25,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._validation import check_sample_weight
 from ..estimators._threshold import ThresholdedClassifier
 from ..objectives import OBJECTIVES
 
@@ -43,6 +44,27 @@ class RateBaseline(ThresholdedClassifier):
     ``_parameter_constraints``, and call :meth:`_validate_fit_data` and :meth:`_finish_fit`
     in ``fit``; ``decision_function``, ``predict`` and ``score`` come from
     :class:`~quantile_surrogate.estimators._threshold.ThresholdedClassifier`.
+
+    Parameters
+    ----------
+    objective : str
+        A name in :data:`~quantile_surrogate.objectives.OBJECTIVES` that the subclass supports.
+    target : float in (0, 1)
+        The rate, recall or false positive rate of the constraint.
+
+    Examples
+    --------
+    A subclass with a fixed score (the first feature) and the threshold moved to a 25 % rate:
+
+    >>> class FirstFeature(RateBaseline):
+    ...     def __init__(self, objective="precision_at_rate", target=0.25):
+    ...         self.objective, self.target = objective, target
+    ...     def fit(self, X, y):
+    ...         X, positive = self._validate_fit_data(X, y)
+    ...         return self._finish_fit(X, positive, np.eye(X.shape[1])[0], 0.0)
+    >>> X = np.arange(8.0).reshape(-1, 1); y = np.array([0, 0, 0, 0, 0, 1, 1, 1])
+    >>> FirstFeature().fit(X, y).predict(X).tolist()
+    [0, 0, 0, 0, 0, 0, 1, 1]
     """
 
     _objectives: tuple[str, ...] = ("precision_at_rate",)
@@ -71,6 +93,18 @@ class RateBaseline(ThresholdedClassifier):
                                                        classes=classes[:6].tolist())) from error
         self.groups_ = self.group_thresholds_ = None
         return X, y01 == 1
+
+    def _fit_weight(self, sample_weight, positive):
+        """Checked frequency weights as a float64 array, or None; the rows of ``A`` need a positive total."""
+        if sample_weight is None:
+            return None
+        weight = check_sample_weight(sample_weight, positive.shape[0])
+        in_subset = self._objective_spec().subset_mask(positive)
+        if not weight[in_subset].sum() > 0:
+            raise ValueError(f"`sample_weight` is zero on every row of the subset A ({self._objective_spec().subset}) "
+                             f"for {self.objective!r}, so the constraint has no rows; give some of them a positive "
+                             "weight.")
+        return weight
 
     def _finish_fit(self, X, positive, coef, intercept, sample_weight=None):
         self.coef_ = np.asarray(coef, dtype=np.float64).reshape(1, -1)

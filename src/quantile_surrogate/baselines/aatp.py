@@ -19,14 +19,16 @@ from ._base import RateBaseline
 
 __all__ = ["AccuracyAtTheTop", "AATP_LOSSES"]
 
+#: The per-row losses ``loss=`` accepts: hinge (the original), squared hinge, logistic.
 AATP_LOSSES = ("hinge", "squared_hinge", "logistic")
 
 
-def _solve_candidate(X, signs, anchor, loss, C, max_iter, tol, seed, penalize="both"):
+def _solve_candidate(X, signs, anchor, loss, C, max_iter, tol, seed, penalize="both", weight=None):
     """One convex problem: the linear classifier with its threshold tied to ``w . x_anchor``.
 
     Returns ``(w, converged, n_iter)``. With ``z_i = x_i - x_anchor`` and ``sign_i = +1`` for positives,
-    ``-1`` for negatives, the problem is an intercept-free linear classifier on ``z``.
+    ``-1`` for negatives, the problem is an intercept-free linear classifier on ``z``; ``weight``
+    (or None) multiplies each row's loss term (the solvers' ``sample_weight``).
     """
     Z = X - X[anchor]
     if penalize == "negatives":
@@ -35,6 +37,8 @@ def _solve_candidate(X, signs, anchor, loss, C, max_iter, tol, seed, penalize="b
         keep = signs < 0
         keep[anchor] = True
         Z, signs = Z[keep], np.where(np.arange(keep.size)[keep] == anchor, 1, -1)
+        if weight is not None:
+            weight = np.where(np.arange(keep.size)[keep] == anchor, 1.0, weight[keep])  # z = 0: its loss is constant
     if loss == "logistic":
         model = LogisticRegression(C=C, fit_intercept=False, solver="lbfgs", max_iter=max_iter, tol=tol)
     else:
@@ -43,19 +47,20 @@ def _solve_candidate(X, signs, anchor, loss, C, max_iter, tol, seed, penalize="b
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        model.fit(Z, signs)
+        model.fit(Z, signs, sample_weight=weight)
     converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     return model.coef_[0].copy(), converged, int(np.max(model.n_iter_))
 
 
-def _rate_above(scores, anchor):
+def _rate_above(scores, anchor, weight):
     # Compare with the anchor's entry of the same product, so the anchor never beats itself by rounding.
-    return float(np.mean(scores > scores[anchor]))
+    return float(weight @ (scores > scores[anchor]) / weight.sum())
 
 
-def _reference_order(X, positive, C, max_iter, tol):
-    """Training rows sorted by logistic regression's score, highest first."""
-    reference = LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter, tol=tol).fit(X, positive.astype(int))
+def _reference_order(X, positive, C, max_iter, tol, weight=None):
+    """Training rows sorted by (weighted) logistic regression's score, highest first."""
+    reference = LogisticRegression(C=C, solver="lbfgs", max_iter=max_iter, tol=tol)
+    reference.fit(X, positive.astype(int), sample_weight=weight)
     scores = reference.decision_function(X)
     return np.argsort(-scores, kind="stable")
 
@@ -157,6 +162,24 @@ class AccuracyAtTheTop(RateBaseline):
         How many candidate solves stopped at ``max_iter``.
     n_iter_ : int
         The most solver iterations any candidate took.
+
+    Notes
+    -----
+    With ``sample_weight`` (frequency weights :math:`v_i`, see :meth:`fit`) each loss term is
+    :math:`v_i\,\ell(\cdot)` and :math:`r_j = \sum_i v_i [w_j \cdot x_i > w_j \cdot x_j] / \sum_i v_i`.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import make_gaussian_mixture
+    >>> X, y = make_gaussian_mixture(200, random_state=0)
+    >>> clf = AccuracyAtTheTop(target=0.1, loss="logistic", n_candidates=5, random_state=0).fit(X, y)
+    >>> int(clf.predict(X).sum())  # ceil(0.1 * 200) training rows predicted positive
+    20
+    >>> weights = np.where(y == 1, 1.0, 2.0)  # negatives downsampled by half: each counts twice
+    >>> clf = AccuracyAtTheTop(target=0.1, loss="logistic", n_candidates=5, random_state=0).fit(
+    ...     X, y, sample_weight=weights)
+    >>> bool(weights[clf.predict(X) == 1].sum() <= np.ceil(0.1 * weights.sum()))  # the rate, counted in weight
+    True
     """
 
     _parameter_constraints: dict = {
@@ -197,27 +220,55 @@ class AccuracyAtTheTop(RateBaseline):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Solve one convex problem per candidate point and keep the one whose rate is closest to ``target``."""
+    def fit(self, X, y, sample_weight=None):
+        """Solve one convex problem per candidate point and keep the one whose rate is closest to ``target``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,), two classes
+        sample_weight : array-like of shape (n,), >= 0, or None
+            Frequency weights: they multiply each row's loss term in every convex problem (the
+            solvers' ``sample_weight``, so ``C`` weighs a sum of weights), the reference
+            logistic regression, and the rates (``r_j`` is the weight above the candidate over
+            the total weight), and ``threshold_`` is the weighted quantile. Rows of zero weight
+            are not candidates, and a candidate's distance to the reference quantile counts
+            weight: the weight of the rows ranked above it against ``ceil(tau W)``, ``W`` the
+            total weight (with unit weights, the rank distance above). So a zero weight drops
+            the row.
+
+        Returns
+        -------
+        self : AccuracyAtTheTop
+        """
         self._check_objective()
         X, positive = self._validate_fit_data(X, y)
         X = np.asarray(X, dtype=np.float64)
-        n = X.shape[0]
+        weight = self._fit_weight(sample_weight, positive)
         signs = np.where(positive, 1, -1)
-        order = _reference_order(X, positive, self.C, self.max_iter, 1e-6)
-        # 0-based position of the point quantile q(f(X), 1 - tau) in `order`.
-        centre = min(metrics.count_at_rate(n, self.target, "ceil"), n - 1)
-        by_closeness = np.argsort(np.abs(np.arange(n) - centre), kind="stable")
+        order = _reference_order(X, positive, self.C, self.max_iter, 1e-6, weight)
+        if weight is None:
+            n = X.shape[0]
+            # 0-based position of the point quantile q(f(X), 1 - tau) in `order`.
+            centre = min(metrics.count_at_rate(n, self.target, "ceil"), n - 1)
+            by_closeness = np.argsort(np.abs(np.arange(n) - centre), kind="stable")
+        else:
+            order = order[weight[order] > 0]
+            above = np.concatenate([[0.0], np.cumsum(weight[order])[:-1]])  # weight ranked above each row
+            centre = np.ceil(round(self.target * weight.sum(), 6))
+            by_closeness = np.argsort(np.abs(above - centre), kind="stable")
         if self.n_candidates is not None:
             by_closeness = by_closeness[: self.n_candidates]
         candidates = order[by_closeness]
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=candidates.shape[0])
 
         solutions = Parallel(n_jobs=self.n_jobs)(
-            delayed(_solve_candidate)(X, signs, j, self.loss, self.C, self.max_iter, self.tol, seed, self.penalize)
+            delayed(_solve_candidate)(X, signs, j, self.loss, self.C, self.max_iter, self.tol, seed, self.penalize,
+                                      weight)
             for j, seed in zip(candidates, seeds)
         )
-        rates = np.array([_rate_above(X @ w, j) for (w, _, _), j in zip(solutions, candidates)])
+        unit = np.ones(X.shape[0]) if weight is None else weight
+        rates = np.array([_rate_above(X @ w, j, unit) for (w, _, _), j in zip(solutions, candidates)])
         best = int(np.argmin(np.abs(rates - self.target)))  # first minimum: nearest the reference quantile
         w = solutions[best][0]
         self.candidate_indices_ = candidates
@@ -232,4 +283,4 @@ class AccuracyAtTheTop(RateBaseline):
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        return self._finish_fit(X, positive, w, -(X @ w)[self.best_candidate_])
+        return self._finish_fit(X, positive, w, -(X @ w)[self.best_candidate_], sample_weight=weight)

@@ -15,6 +15,7 @@ from ._base import RateBaseline
 
 __all__ = ["LagrangianBaseline", "EBAN_SURROGATES"]
 
+#: The surrogates ``surrogate=`` accepts: base-2 logistic and hinge, both >= the 0-1 loss.
 EBAN_SURROGATES = ("logistic", "hinge")
 
 _LN2 = math.log(2.0)
@@ -106,6 +107,20 @@ class LagrangianBaseline(RateBaseline):
         Training recall of :math:`f > 0` (precision_at_recall) or training predicted positive
         rate of :math:`f > 0` (precision_at_rate).
     n_iter_ : int
+
+    Notes
+    -----
+    With ``sample_weight`` (frequency weights :math:`v_i`, see :meth:`fit`) every sum over
+    rows is weighted, :math:`\sum_i v_i \ell(\cdot)`, and :math:`n`, :math:`n_+` become
+    :math:`\sum_i v_i` and :math:`\sum_{i \in P} v_i`: the Lagrangian of the rows repeated.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import make_gaussian_mixture
+    >>> X, y = make_gaussian_mixture(300, random_state=0)
+    >>> clf = LagrangianBaseline(target=0.9, max_iter=200, random_state=0).fit(X, y)
+    >>> bool((clf.predict(X)[y == 1] == 1).mean() >= 0.9)  # training recall >= target
+    True
     """
 
     _objectives = ("precision_at_recall", "precision_at_rate")
@@ -141,9 +156,9 @@ class LagrangianBaseline(RateBaseline):
         self.max_iter = max_iter
         self.random_state = random_state
 
-    def _gradients(self, X, positive, w, b, lam):
-        """``(dL/dw, dL/db, dL/dlambda)`` of the scaled Lagrangian."""
-        n = X.shape[0]
+    def _gradients(self, X, positive, w, b, lam, weight):
+        """``(dL/dw, dL/db, dL/dlambda)`` of the scaled Lagrangian; ``weight`` (n,) counts each row's copies."""
+        total = weight.sum()
         f = X @ w + b
         objective = self._objective_spec()
         constraint_rows = objective.subset_mask(positive)
@@ -153,21 +168,37 @@ class LagrangianBaseline(RateBaseline):
         objective_sign = 1.0 if penalized == "positives" else -1.0  # a TP bound uses l(f), an FP bound l(-f)
         floor = objective.bound == "at_least"  # recall: a budget of misses; a rate: a budget of positives
         constraint_sign = 1.0 if floor else -1.0
-        budget = ((1.0 - self.target) if floor else self.target) * constraint_rows.sum()
+        budget = ((1.0 - self.target) if floor else self.target) * weight[constraint_rows].sum()
         obj_loss, obj_slope = _surrogate(objective_sign * f[objective_rows], self.surrogate)
         con_loss, con_slope = _surrogate(constraint_sign * f[constraint_rows], self.surrogate)
-        grad_f = np.zeros(n)
-        grad_f[objective_rows] += objective_sign * obj_slope / n
-        grad_f[constraint_rows] += lam * constraint_sign * con_slope / n
-        constraint = (con_loss.sum() - budget) / n
+        grad_f = np.zeros(X.shape[0])
+        grad_f[objective_rows] += weight[objective_rows] * objective_sign * obj_slope / total
+        grad_f[constraint_rows] += weight[constraint_rows] * lam * constraint_sign * con_slope / total
+        constraint = (weight[constraint_rows] @ con_loss - budget) / total
         return X.T @ grad_f + self.alpha * w, grad_f.sum(), constraint
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Run simultaneous primal descent and dual ascent on the Lagrangian."""
+    def fit(self, X, y, sample_weight=None):
+        """Run simultaneous primal descent and dual ascent on the Lagrangian.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,), two classes
+        sample_weight : array-like of shape (n,), >= 0, or None
+            Frequency weights: every sum over rows in the Lagrangian (and ``n``, ``n_+``) is a
+            sum of weights, so an integer weight is the row repeated and a zero weight drops
+            it; ``threshold_`` is the weighted empirical quantile.
+
+        Returns
+        -------
+        self : LagrangianBaseline
+        """
         self._check_objective()
         X, positive = self._validate_fit_data(X, y)
         X = np.asarray(X, dtype=np.float64)
+        checked = self._fit_weight(sample_weight, positive)
+        weight = np.ones(X.shape[0]) if checked is None else checked
         rng = check_random_state(self.random_state)
         theta = 0.01 * rng.standard_normal(X.shape[1] + 1)  # (w, b)
         lam = 1.0
@@ -176,7 +207,7 @@ class LagrangianBaseline(RateBaseline):
         first, second = np.zeros_like(theta), np.zeros_like(theta)
         self.constraint_curve_ = []
         for t in range(1, self.max_iter + 1):
-            grad_w, grad_b, constraint = self._gradients(X, positive, theta[:-1], theta[-1], lam)
+            grad_w, grad_b, constraint = self._gradients(X, positive, theta[:-1], theta[-1], lam, weight)
             grad = np.append(grad_w, grad_b)
             first = beta1 * first + (1 - beta1) * grad
             second = beta2 * second + (1 - beta2) * grad**2
@@ -187,5 +218,6 @@ class LagrangianBaseline(RateBaseline):
         self.n_iter_ = self.max_iter
         w, b = theta[:-1], theta[-1]
         above = X @ w + b > 0
-        self.constrained_rate_ = float(above[self._objective_spec().subset_mask(positive)].mean())
-        return self._finish_fit(X, positive, w, b)
+        rows = self._objective_spec().subset_mask(positive)
+        self.constrained_rate_ = float(weight[rows] @ above[rows] / weight[rows].sum())
+        return self._finish_fit(X, positive, w, b, sample_weight=checked)

@@ -12,7 +12,15 @@ from sklearn.utils._param_validation import Interval
 from .. import metrics
 from ._base import RateBaseline
 
-__all__ = ["KarAverageSurrogate", "prec_at_k_avg_surrogate"]
+__all__ = ["KarAverageSurrogate", "prec_at_k_avg_surrogate", "KAR_NO_WEIGHTS_MESSAGE"]
+
+KAR_NO_WEIGHTS_MESSAGE = (
+    "KarAverageSurrogate.fit() takes no `sample_weight`: Kar et al.'s average surrogate is a maximum over "
+    "sets of exactly k rows, which row weights do not define. For weighted precision at a rate use "
+    "QuantileClassifier(objective='precision_at_rate'), AccuracyAtTheTop, LagrangianBaseline or "
+    "LogisticRegressionBaseline, whose fit takes sample_weight."
+)
+"""The ``TypeError`` message of ``KarAverageSurrogate.fit(..., sample_weight=...)``."""
 
 
 def prec_at_k_avg_surrogate(scores, positive, k):
@@ -159,6 +167,14 @@ class KarAverageSurrogate(RateBaseline):
         Full-data :math:`F` after each epoch.
     n_iter_ : int
         Epoch of the kept iterate (0 = the start).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.datasets import load_ionosphere
+    >>> X, y = load_ionosphere()
+    >>> clf = KarAverageSurrogate(target=0.05, max_iter=20, random_state=0).fit(X, y)
+    >>> int(clf.predict(X).sum())  # ceil(0.05 * 351) training rows predicted positive
+    18
     """
 
     _parameter_constraints: dict = {
@@ -195,8 +211,27 @@ class KarAverageSurrogate(RateBaseline):
         return loss + 0.5 * self.alpha * (w @ w), X.T @ grad + self.alpha * w
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Minimise the average surrogate plus the L2 penalty by subgradient descent."""
+    def fit(self, X, y, **fit_params):
+        """Minimise the average surrogate plus the L2 penalty by subgradient descent.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,), two classes
+        **fit_params
+            None is accepted. There is no ``sample_weight``: the surrogate is a maximum over
+            sets of exactly ``k`` rows, which a fractional weight does not define, so weights
+            are refused with a ``TypeError`` that names the estimators that take them (and
+            metadata routing cannot request them).
+
+        Returns
+        -------
+        self : KarAverageSurrogate
+        """
+        if fit_params:
+            raise TypeError(KAR_NO_WEIGHTS_MESSAGE if "sample_weight" in fit_params else
+                            f"KarAverageSurrogate.fit() got unexpected keyword arguments {sorted(fit_params)}; it "
+                            "takes only X and y.")
         self._check_objective()
         X, positive = self._validate_fit_data(X, y)
         X = np.asarray(X, dtype=np.float64)
