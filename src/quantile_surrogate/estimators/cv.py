@@ -210,22 +210,22 @@ class QuantileClassifierCV(ThresholdedClassifier):
         return list(splitter.split(np.zeros((len(y01), 1)), strata))
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, sample_weight=None, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Score the grid by stratified K-fold, refit the best on every row; returns self.
 
         Parameters
         ----------
         X : array-like of shape (n, d)
         y : array-like of shape (n,), two classes
-        sample_weight : array-like of shape (n,), >= 0, or None
-            Frequency weights: they weight every fold fit (loss, quantile threshold, logistic
-            start), the held-out metric and loss, the refit and ``threshold_`` (an integer
-            weight counts as that many copies of the row, within its fold).
         groups : array-like of shape (n,) or None
             Group labels: the constraint is trained and scored in every group (as
             :meth:`QuantileClassifier.fit` with ``groups``), the folds are stratified by
             (class, group) and the refit has one threshold per group; ``predict`` then needs
             ``groups``. A splitter passed as ``cv`` also receives them.
+        sample_weight : array-like of shape (n,), >= 0, or None
+            Frequency weights: they weight every fold fit (loss, quantile threshold, logistic
+            start), the held-out metric and loss, the refit and ``threshold_`` (an integer
+            weight counts as that many copies of the row, within its fold).
 
         Returns
         -------
