@@ -12,23 +12,13 @@ import torch
 
 from quantile_surrogate import QuantileClassifier, SubsetBatchSampler, train
 from quantile_surrogate import losses as L
-from quantile_surrogate import quantiles as Q
 from quantile_surrogate.metrics import precision_at_recall
 
-from . import _reference as ref
+from .test_quantiles import VECTOR_REFERENCES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-ESTIMATORS = {
-    "point": (lambda s, c: Q.point_quantile(s, c), ref.point_np),
-    "gaussian": (lambda s, c: Q.kernel_quantile(s, c, 0.05), lambda s, c: ref.kernel_np(s, c, 0.05)),
-    "epanechnikov": (lambda s, c: Q.kernel_quantile(s, c, 0.08, "epanechnikov"),
-                     lambda s, c: ref.kernel_np(s, c, 0.08, "epanechnikov")),
-    "lower_mean": (lambda s, c: Q.lower_mean_quantile(s, c), ref.lower_mean_np),
-    "harrell_davis": (lambda s, c: Q.harrell_davis_quantile(s, c), ref.harrell_davis),
-    "interval": (lambda s, c: Q.interval_quantile(s, max(c - 0.1, 0.0), min(c + 0.1, 1.0)),
-                 lambda s, c: ref.interval_np(s, max(c - 0.1, 0.0), min(c + 0.1, 1.0))),
-}
+ESTIMATORS = VECTOR_REFERENCES  # each estimator beside its float64 NumPy reference
 
 LOSSES = {
     "precision_at_recall": lambda s, y, **kw: L.precision_at_recall_loss(s, y, 0.9, **kw),
