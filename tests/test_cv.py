@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 import sklearn
 import torch
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_circles, make_classification
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
+from quantile_surrogate.estimators._cv_search import select_by_family
 from quantile_surrogate.objectives import objective_metric, predict_scores
 from quantile_surrogate.training import train
 from quantile_surrogate.training.models import build_scorer
@@ -71,8 +72,9 @@ def _reference_fold_score(X, y, fit, held, params, epochs, seed, groups=None):
 
 def test_fold_scores_are_plain_fits_for_the_chosen_epochs_and_the_best_is_refitted():
     X, y = _data(200)
+    # selection_se=0: the plain best mean (a tie keeps the start), so that a trained choice is refitted here.
     clf = QuantileClassifierCV(target=0.9, alphas=(1e-2,), bandwidths=(0.05, 0.1), hidden_layer_sizes_grid=((), (8,)),
-                               cv=3,
+                               cv=3, selection_se=0.0,
                                estimator=QuantileClassifier(max_epochs=5, **PLAIN), random_state=0).fit(X, y)
     results = clf.cv_results_
     assert len(results["mean_test_score"]) == 2 * 2
@@ -209,3 +211,97 @@ def test_bad_settings_name_the_argument_and_the_fix():
         QuantileClassifierCV(bandwidths=(0.0,), estimator=SMALL).fit(X, y)
     with pytest.raises(ValueError, match="sample_weight"):
         QuantileClassifierCV(estimator=SMALL).fit(X, y, sample_weight=-np.ones(len(y)))
+
+
+# The rule on constructed fold arrays: 3 candidates (linear alpha 1, linear alpha 2, MLP) x 3 folds x 1 logistic
+# restart x 3 epoch counts (0 = the logistic start as it is). Held-out folds of 200 rows at a 5 % rate: the metric is a
+# proportion over 10 rows, so a start metric of 0.5 has a binomial noise of sqrt(0.25 / 10) = 0.158 per fold, a floor
+# of sqrt(3 x 0.158^2) / 3 = 0.0913, and with z = 2 a bar of 0.183 for equal fold gains.
+HELD = [np.r_[np.ones(20), np.zeros(180)]] * 3
+IS_START = np.array([[1.0, 0.0, 0.0]])
+FAMILIES = [[0, 1], [2]]
+
+
+def _arrays(mlp_start=0.0, **gains):
+    """metric (3, 3, 1, 3): 0.5 (the MLP: ``0.5 + mlp_start``) everywhere plus ``gains[f"c{c}e{e}"]`` at (c, e)."""
+    metric = np.full((3, 3, 1, 3), 0.5)
+    metric[2] += mlp_start
+    for key, gain in gains.items():
+        metric[int(key[1]), :, 0, int(key[3])] += gain
+    return metric, np.zeros_like(metric)
+
+
+def _select(metric, loss, n_se=2.0):
+    return select_by_family(metric, loss, IS_START, FAMILIES, HELD, "precision_at_rate", 0.05, n_se)
+
+
+def test_noise_level_gains_keep_each_familys_start():
+    # Linear alpha 2 after 1 epoch: +0.15 on every fold, below the binomial bar (0.183), though a plain argmax or a
+    # rule with only the fold-to-fold spread (0 here) would take it; linear alpha 1 after 2 epochs: a mean gain of 0.1
+    # with a large spread. The MLP's start is 0.2 worse and its +0.15 is noise too.
+    metric, loss = _arrays(mlp_start=-0.2, c1e1=0.15, c0e2=[0.4, -0.3, 0.2], c2e2=0.15)
+    chosen, entries, record = _select(metric, loss)
+    assert (chosen, entries) == (0, [(0, 0), (0, 0), (0, 0)])  # no passing entry: each candidate's own start
+    assert record["noise_floor"][0] == pytest.approx(np.sqrt(3 * 0.025) / 3)
+    assert not record["eligible"].any() and record["references"] == [(0, 0, 0), (2, 0, 0)]
+    chosen, entries, _ = _select(metric, loss, n_se=0.0)
+    assert (chosen, entries[1]) == (1, (0, 1))  # z = 0: the plain best mean
+
+
+def test_a_clear_gain_leaves_the_start_for_the_largest_passing_gain():
+    # MLP after 2 epochs: +0.30 over its start on every fold; linear alpha 2 after 1 epoch: +0.25 (passes too); linear
+    # alpha 1 after 2 epochs: a larger mean gain (0.317) whose fold spread (s.e. 0.183) keeps it out.
+    metric, loss = _arrays(c2e2=0.30, c1e1=0.25, c0e2=[0.5, -0.05, 0.5])
+    chosen, entries, record = _select(metric, loss)
+    assert chosen == 2 and entries == [(0, 0), (0, 1), (0, 2)]
+    assert record["eligible"][2, 0, 2] and record["eligible"][1, 0, 1] and not record["eligible"][0, 0, 2]
+    assert record["family_means"] == pytest.approx([0.75, 0.8])
+    chosen, entries, _ = _select(metric, loss, n_se=0.0)
+    assert (chosen, entries[0]) == (0, (0, 2))  # the argmax takes the noisy one
+
+
+def test_each_family_is_measured_against_its_own_start_and_the_better_family_wins():
+    # The MLP's start is 0.05 above the linear start, its epoch 1 another 0.15 above that: noise against its own start
+    # (bar 0.182 at p = 0.55), so its entry is its start, which beats the linear start. A rule with the linear start as
+    # the only reference would take the MLP's epoch 1 (+0.20 > 0.183); one that asked the MLP's start to pass the bar
+    # against the linear start would keep the linear model.
+    metric, loss = _arrays(mlp_start=0.05, c2e1=0.15)
+    chosen, entries, record = _select(metric, loss)
+    assert (chosen, entries[2]) == (2, (0, 0))
+    assert record["family_means"] == pytest.approx([0.5, 0.55])
+
+
+def test_ties_go_to_the_earlier_family_a_logistic_start_the_earlier_candidate_then_the_loss():
+    metric, loss = _arrays(mlp_start=0.3, c0e2=0.3)  # the linear model's passing entry ties with the MLP's start
+    assert _select(metric, loss)[:2] == (0, [(0, 2), (0, 0), (0, 0)])
+    metric, loss = _arrays(c0e2=0.3, c1e2=0.3)
+    loss[0] = 1.0  # linear alpha 1 has the higher loss, but the earlier candidate wins a tie before the loss
+    assert _select(metric, loss)[0] == 0
+    metric, loss = _arrays(c1e1=0.3, c1e2=0.3)
+    loss[1, :, 0, 1] = 1.0
+    assert _select(metric, loss)[1][1] == (0, 2)  # within a candidate, the lower loss
+    metric, loss = _arrays(mlp_start=-0.1, c2e1=0.3, c2e2=0.3)
+    assert _select(metric, loss)[1][2] == (0, 1)  # and then the earlier epoch count
+
+
+def test_selection_se_keeps_the_start_unless_the_gain_is_real():
+    # Concentric circles: the linear start is useless (precision about the base rate), the MLP clearly better.
+    X, y = make_circles(300, noise=0.1, factor=0.5, random_state=0)
+    kw = dict(target=0.9, alphas=(1e-3,), hidden_layer_sizes_grid=((), (16,)), cv=3, random_state=0,
+              estimator=QuantileClassifier(max_epochs=50, n_restarts=1))
+    clf = QuantileClassifierCV(**kw).fit(X, y)
+    sel = clf.selection_
+    assert clf.hidden_layer_sizes_ == (16,) and sel["references"] == [(0, 0, 0), (1, 0, 0)]
+    # Each family's entry passes the rule against its own start (recomputed here from the fold arrays), or is the start.
+    for c in range(2):
+        e = list(sel["epochs"]).index(clf.cv_results_["best_epochs"][c])
+        entry = (c, clf.cv_results_["best_restart"][c], e)
+        gains = sel["metric"][c, :, entry[1], e] - sel["metric"][c, :, 0, 0]
+        se = gains.std(ddof=1) / np.sqrt(3)
+        floor = np.sqrt(np.sum(np.square(sel["noise"][c]))) / 3
+        assert entry[1:] == (0, 0) or gains.mean() > 2 * max(se, floor)
+    assert clf.best_score_ == max(sel["family_means"]) == clf.cv_results_["mean_test_score"][1]
+    assert clf.score(X, y) > 0.8
+    # A bar no gain can pass keeps a logistic start as it is.
+    kept = QuantileClassifierCV(selection_se=1e6, **kw).fit(X, y)
+    assert (kept.epochs_, kept.start_) == (0, "logistic") and not kept.selection_["eligible"].any()

@@ -6,7 +6,9 @@ MLP, and it does not depend on ``alpha`` or ``bandwidth``), then every ``alpha``
 ``bandwidth`` candidate trains each restart from those starts for ``max_epochs`` epochs and is
 scored on the held-out fold after each epoch count of :func:`~._quantile_fit.epoch_grid`. So one
 training run per (candidate, fold, restart) scores every epoch count; no candidate is fitted
-twice and no inner selection runs inside a fold.
+twice and no inner selection runs inside a fold. The choice from those held-out values is
+:func:`select_by_family`: the start rule of :mod:`._start_rule` inside each model family, then the
+family with the higher mean.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from ..objectives import objective_loss, objective_metric, predict_scores
 from ..training import train
 from ..training._loop import restart_seeds
 from ..training.models import fit_logistic
+from ._start_rule import metric_noise, select_over_start
 
-__all__ = ["FoldData", "build_start", "family_fold", "logistic_restarts", "rank_candidates"]
+__all__ = ["FoldData", "build_start", "family_fold", "logistic_restarts", "rank_candidates", "select_by_family",
+           "select_entries"]
 
 
 class FoldData:
@@ -129,3 +133,93 @@ def rank_candidates(mean_metric, mean_loss, is_start) -> np.ndarray:
     start = np.broadcast_to(is_start[None], shape)
     return np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(), candidate.ravel(), -start.ravel(),
                        -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
+
+
+def select_entries(metric, loss, is_start, reference, held_labels, objective, target, n_se) -> tuple:
+    """The chosen (candidate, restart, epoch) and each candidate's own entry, by the start rule.
+
+    ``metric`` and ``loss`` have the shape (candidates, folds, restarts, epochs), ``is_start``
+    (restarts, epochs) marks the logistic starts as they are (epoch 0 of a logistic restart); ``reference``
+    is the (candidate, restart, epoch) of the start that is kept unless beaten (a family's
+    logistic start as it is, in :func:`select_by_family`), or None (no logistic restart: the
+    plain argmax of :func:`rank_candidates`). An entry is *eligible* when its mean held-out gain over the
+    reference passes :func:`~._start_rule.select_over_start` with ``z = n_se`` and the
+    reference's binomial noise on each held-out fold (:func:`~._start_rule.metric_noise` of
+    ``held_labels[k]``); the first eligible entry in the order of :func:`rank_candidates` (so the
+    largest gain, ties to a logistic start as it is, the earlier candidate, the lower loss) wins,
+    and with none eligible the reference stays. A candidate's own entry is its first eligible
+    entry in that order, else its first logistic start as it is (the reference for the
+    reference's candidate).
+
+    Returns
+    -------
+    (chosen, entries, record) : tuple
+        ``chosen`` a candidate index, ``entries`` a list of (restart, epoch) per candidate, and
+        ``record`` the rule's dict (``mean_gain``, ``gain_se``, ``bar``, ``eligible`` of shape
+        (candidates, restarts, epochs), ``noise_floor``, ``noise`` per fold), None without a reference.
+    """
+    mean_metric, mean_loss = metric.mean(axis=1), loss.mean(axis=1)
+    order = rank_candidates(mean_metric, mean_loss, is_start)
+    per = int(np.prod(mean_metric.shape[1:]))
+    if reference is None:  # no logistic start to keep: the best mean, as the ranking orders it
+        entries = {}
+        for flat in order:
+            entries.setdefault(int(flat // per), np.unravel_index(flat % per, mean_metric.shape[1:]))
+        entries = [tuple(int(i) for i in entries[c]) for c in range(metric.shape[0])]
+        return int(order[0] // per), entries, None
+    noise = np.array([metric_noise(objective, target, labels, metric[reference[0], k, reference[1], 0])
+                      for k, labels in enumerate(held_labels)])
+    folds_first = np.moveaxis(metric, 1, 0)
+    _, record = select_over_start(folds_first, np.moveaxis(loss, 1, 0), reference, noise, n_se)
+    eligible = record["eligible"].ravel()
+    ranked = [int(flat) for flat in order if eligible[flat]]
+    first_logistic = int(reference[1])
+    entries = [(first_logistic, 0)] * metric.shape[0]
+    for flat in reversed(ranked):  # reversed, so that each candidate keeps its first eligible entry
+        entries[flat // per] = tuple(int(i) for i in np.unravel_index(flat % per, mean_metric.shape[1:]))
+    chosen = ranked[0] // per if ranked else int(reference[0])
+    return int(chosen), entries, dict(record, noise=noise)
+
+
+def select_by_family(metric, loss, is_start, families, held_labels, objective, target, n_se) -> tuple:
+    """The start rule inside each model family, then the family whose choice has the higher mean.
+
+    ``families`` lists the candidate indices of each family (linear first). Family ``f``'s
+    reference is its own logistic start as it is (its first candidate, first logistic restart,
+    epoch 0), and :func:`select_entries` picks its entry among its own candidates alone; the
+    family whose entry has the strictly higher mean held-out metric wins, a tie going to the
+    earlier family. Without a logistic restart, :func:`select_entries` over all candidates.
+
+    Returns
+    -------
+    (chosen, entries, record) : tuple
+        As :func:`select_entries`; ``record`` holds ``mean_gain``, ``gain_se``, ``bar`` and
+        ``eligible`` (each entry against its own family's start), ``noise`` (families, folds),
+        ``noise_floor`` and ``references`` (one per family) and ``family_means`` (the mean held-out
+        metric of each family's entry); None without a logistic restart.
+    """
+    if not is_start.any():
+        return select_entries(metric, loss, is_start, None, held_labels, objective, target, n_se)
+    first = int(np.flatnonzero(is_start[:, 0])[0])
+    entries, chosen, best, record = [None] * metric.shape[0], None, -np.inf, {}
+    keys = ("mean_gain", "gain_se", "bar", "eligible")
+    for members in families:
+        members = [int(c) for c in members]
+        own = np.full_like(metric, np.nan)
+        own[members] = metric[members]  # the other families' entries do not exist here
+        reference = (members[0], first, 0)
+        c, found, part = select_entries(own, loss, is_start, reference, held_labels, objective, target, n_se)
+        for m in members:
+            entries[m] = found[m]
+        for key in keys:
+            record.setdefault(key, np.zeros_like(part[key]))[members] = part[key][members]
+        for key, value in (("noise", part["noise"]), ("noise_floor", part["noise_floor"]),
+                           ("references", reference)):
+            record.setdefault(key, []).append(value)
+        mean = float(np.mean(metric[(c, slice(None), *found[c])]))
+        mean = mean if np.isfinite(mean) else -np.inf  # a diverged start never wins the family comparison
+        record.setdefault("family_means", []).append(mean)
+        if chosen is None or mean > best:
+            chosen, best = c, mean
+    return int(chosen), entries, {k: (np.asarray(v) if k in ("noise", "noise_floor", "family_means") else v)
+                                 for k, v in record.items()}

@@ -102,8 +102,9 @@ def select_over_start(fold_metric, fold_loss, start, noise, n_se: float) -> tupl
     -------
     (index, record) : tuple
         The chosen candidate's index (a tuple) and a dict of ``mean_gain`` and ``gain_se`` (arrays
-        of the candidate shape), ``noise_floor`` (:math:`\sigma_0`) and ``bar`` (the array
-        :math:`z \max(\hat\sigma, \sigma_0)`).
+        of the candidate shape), ``noise_floor`` (:math:`\sigma_0`), ``bar`` (the array
+        :math:`z \max(\hat\sigma, \sigma_0)`) and ``eligible`` (the boolean array of candidates that
+        pass the rule, the start excluded), for callers that order the eligible candidates otherwise.
 
     Examples
     --------
@@ -126,7 +127,7 @@ def select_over_start(fold_metric, fold_loss, start, noise, n_se: float) -> tupl
     bar = n_se * np.maximum(gain_se, floor)
     eligible = np.isfinite(mean_gain) & (mean_gain > bar) & (mean_gain > 0)
     eligible[start] = False
-    record = dict(mean_gain=mean_gain, gain_se=gain_se, noise_floor=floor, bar=bar)
+    record = dict(mean_gain=mean_gain, gain_se=gain_se, noise_floor=floor, bar=bar, eligible=eligible)
     if not eligible.any():
         return tuple(int(i) for i in start), record
     mean_loss = np.nan_to_num(np.asarray(fold_loss, dtype=np.float64).mean(axis=0), nan=np.inf)
