@@ -139,6 +139,19 @@ def test_a_sequence_of_rates_is_the_mean_of_the_single_rate_losses(quantile, red
     torch.testing.assert_close(joint.threshold, torch.stack([o.threshold for o in singles]))
 
 
+@pytest.mark.parametrize("penalize", ["negatives", "positives"])
+def test_several_levels_give_the_single_level_gradients(penalize):
+    # On the CPU several levels gather the penalised rows once (a sum per level); one level
+    # takes the masked dot product. Both must give the same loss and gradient.
+    scores, labels = random_batch(n=400, seed=21)
+    rates = (0.3, 0.6, 0.85)
+    kw = dict(subset="positives", penalize=penalize, quantile="kernel", bandwidth=0.1)
+    joint_in, single_in = scores.clone().requires_grad_(), scores.clone().requires_grad_()
+    L.rate_constrained_loss(joint_in, labels, rate=rates, **kw).backward()
+    torch.stack([L.rate_constrained_loss(single_in, labels, rate=r, **kw) for r in rates]).mean().backward()
+    torch.testing.assert_close(joint_in.grad, single_in.grad, atol=1e-12, rtol=1e-10)
+
+
 def test_reductions_agree():
     scores, labels = random_batch()
     none = L.precision_at_recall_loss(scores, labels, 0.9, reduction="none")

@@ -118,13 +118,18 @@ def penalty(scores, row_threshold, live, penalize: str, surrogate, reduction: st
     """
     dtype = scores.dtype
     wide = torch.promote_types(dtype, torch.float32)
+    if (row_weight is None and reduction != "none" and row_threshold.dim() == 1 and row_threshold.numel() > 1
+            and scores.device.type == "cpu" and not torch.compiler.is_compiling()):
+        return _penalty_of_rows(scores, row_threshold, live, penalize, surrogate, reduction, wide)
     weight = live.to(wide)
     if row_weight is not None:
         weight = weight * row_weight.to(wide)
     columns = row_threshold.unbind(-1)
     terms = []
     for threshold in columns:
-        per_row = surrogate(scores - threshold if penalize == "negatives" else threshold - scores)
+        # s + (-theta), not s - theta: the backward of a subtraction negates the whole row-long
+        # gradient for theta; negating theta first negates one value per row threshold instead.
+        per_row = surrogate(scores + threshold.neg() if penalize == "negatives" else threshold - scores)
         terms.append(per_row if reduction == "none" else torch.dot(per_row.to(wide), weight))
     total = terms[0] if len(terms) == 1 else torch.stack(terms).mean(dim=0)
     if reduction == "none":
@@ -136,3 +141,22 @@ def penalty(scores, row_threshold, live, penalize: str, surrogate, reduction: st
             mass = weight.sum()
             total = total / torch.where(mass > 0, mass, 1.0)
     return total.to(dtype)
+
+
+def _penalty_of_rows(scores, row_threshold, live, penalize, surrogate, reduction, wide) -> torch.Tensor:
+    """:func:`penalty` for several levels sharing one threshold per level: the live rows gathered once.
+
+    The masked dot product costs a row-long multiplication per level in its backward; with
+    ``L`` levels (``pr_auc_loss``: 9) one gather of the live rows, whose backward is one
+    scatter, and a plain sum per level cost less. The same sum, in another order. Only on the
+    CPU: finding the live rows (``nonzero``) waits for a GPU.
+    """
+    rows = scores.index_select(0, torch.nonzero(live).reshape(-1))
+    terms = []
+    for threshold in row_threshold.unbind(-1):
+        per_row = surrogate(rows + threshold.neg() if penalize == "negatives" else threshold - rows)
+        terms.append(per_row.to(wide).sum())
+    total = torch.stack(terms).mean(dim=0)
+    if reduction == "mean":
+        total = total / max(rows.numel(), 1)
+    return total.to(scores.dtype)
