@@ -51,7 +51,7 @@ def population(t):
 
 
 def plain_rank(n, level):
-    """The paper's point quantile rank, ``max(1, floor(level n))`` (quantiles.floor_rank)."""
+    """The paper's point quantile rank, ``max(1, floor(level n))`` (quantile_surrogate._selection.floor_rank)."""
     return min(max(math.floor(round(level * n, 6)), 1), n)
 
 

@@ -51,7 +51,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from quantile_surrogate import losses, quantiles
+from quantile_surrogate import losses
+from quantile_surrogate.quantiles.smooth import _kernel_quantile_sort
 
 FEATURES = 100
 HIDDEN = 128
@@ -71,7 +72,7 @@ TARGETS = {  # (model, table, row) -> the largest ratio to BCE allowed at n = 1e
 def _full_sort(kernel):
     # The torch path of kernel_quantile: sort all scores, weight every order statistic.
     def estimate(scores, level):
-        return quantiles._kernel_quantile_sort(scores, level, 0.05, kernel)
+        return _kernel_quantile_sort(scores, level, 0.05, kernel)
 
     return estimate
 

@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pytest
 
-from quantile_surrogate.objectives import TiedScoresWarning
-from quantile_surrogate.objectives import constraint_threshold as training_threshold
+from quantile_surrogate.thresholds import TiedScoresWarning
+from quantile_surrogate.thresholds import constraint_threshold as training_threshold
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression

@@ -21,7 +21,6 @@ from sklearn.datasets import make_classification
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
 from quantile_surrogate.boosting import (
-    EMPTY_SUBSET_MESSAGE,
     BoostingObjective,
     lightgbm_objective,
     objective_gradient_hessian,
@@ -30,7 +29,8 @@ from quantile_surrogate.boosting import (
 from quantile_surrogate.estimators._boosting_backends import MISSING_BACKEND_MESSAGE
 from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
 from quantile_surrogate.objectives import get_objective, objective_loss
-from quantile_surrogate.quantiles import floor_rank
+from quantile_surrogate._selection import floor_rank
+from quantile_surrogate.boosting.gradient import EMPTY_SUBSET_MESSAGE
 
 # The maths above the adapters needs neither library; the tests that train need both (the `boost` extra).
 try:

@@ -1,6 +1,6 @@
 """The NumPy selection paths equal the torch full-sort reference, ties and gradients included.
 
-``quantiles._kernel_quantile_sort`` (torch: sort everything, weight every order statistic;
+``quantiles.smooth._kernel_quantile_sort`` (torch: sort everything, weight every order statistic;
 the path ``torch.compile`` takes) is the reference; ``_kernel_window.kernel_quantile_window``
 sorts only the rows whose kernel weight matters. Each comparison first asserts that the
 fast path was taken, so that a silent fallback to the full sort cannot make a test pass.
@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from quantile_surrogate import _selection, quantiles
+from quantile_surrogate.quantiles.smooth import _kernel_quantile_sort
 from quantile_surrogate._kernel_window import MIN_WINDOW_SIZE, kernel_quantile_window, window_half_width
 
 from . import _reference
@@ -60,7 +61,7 @@ def _both(scores, level, bandwidth, kernel, require_fast=True):
     if fast is None:
         assert not require_fast, "the windowed path fell back to a full sort"
         public = quantiles.kernel_quantile(fast_in, level, bandwidth, kernel)  # the NumPy full sort
-        ref = quantiles._kernel_quantile_sort(ref_in, level, bandwidth, kernel)
+        ref = _kernel_quantile_sort(ref_in, level, bandwidth, kernel)
         public.backward()
         ref.backward()
         atol, grad_atol = _tolerance(scores)
@@ -69,7 +70,7 @@ def _both(scores, level, bandwidth, kernel, require_fast=True):
         torch.testing.assert_close(_per_value(scores, fast_in.grad), _per_value(scores, ref_in.grad),
                                    atol=grad_atol, rtol=0)
         return None, fast_in.grad, ref.detach(), ref_in.grad
-    ref = quantiles._kernel_quantile_sort(ref_in, level, bandwidth, kernel)
+    ref = _kernel_quantile_sort(ref_in, level, bandwidth, kernel)
     fast.backward()
     ref.backward()
     return fast.detach(), fast_in.grad, ref.detach(), ref_in.grad
@@ -163,7 +164,7 @@ def test_public_function_takes_the_window_and_falls_back_to_a_numpy_sort(kernel,
     outcomes = []
     original = _selection.window_selection
     monkeypatch.setattr(_selection, "window_selection", lambda *a: outcomes.append(original(*a)) or outcomes[-1])
-    reference = quantiles._kernel_quantile_sort(scores, 0.2, 0.05, kernel)
+    reference = _kernel_quantile_sort(scores, 0.2, 0.05, kernel)
     fast = quantiles.kernel_quantile(scores, 0.2, 0.05, kernel)
     assert len(outcomes) == 1 and outcomes[0] is not None
     assert float(fast) == pytest.approx(float(reference), abs=1e-12)
@@ -174,7 +175,7 @@ def test_public_function_takes_the_window_and_falls_back_to_a_numpy_sort(kernel,
     half = scores.to(torch.bfloat16)
     value = quantiles.kernel_quantile(half, 0.2, 0.05, kernel)
     assert len(outcomes) == 1 and outcomes[0] is not None and value.dtype == torch.bfloat16
-    assert float(value) == pytest.approx(float(quantiles._kernel_quantile_sort(half.float(), 0.2, 0.05, kernel)),
+    assert float(value) == pytest.approx(float(_kernel_quantile_sort(half.float(), 0.2, 0.05, kernel)),
                                          rel=2 ** -8)
     if kernel == "epanechnikov":
         outcomes.clear()

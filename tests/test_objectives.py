@@ -16,14 +16,12 @@ from sklearn.exceptions import UndefinedMetricWarning
 from quantile_surrogate import losses, metrics
 from quantile_surrogate.objectives import (
     OBJECTIVES,
-    TiedScoresWarning,
-    allowed_count,
-    constraint_threshold,
     get_objective,
     objective_loss,
     objective_metric,
     subset_mask,
 )
+from quantile_surrogate.thresholds import TiedScoresWarning, allowed_count, constraint_threshold
 
 NAMES = sorted(OBJECTIVES)
 

@@ -11,11 +11,12 @@ from torch import nn
 
 import quantile_surrogate._validation as validation_module
 from quantile_surrogate.metrics import precision_at_recall
-from quantile_surrogate.objectives import OBJECTIVES, TiedScoresWarning, allowed_count
+from quantile_surrogate.objectives import OBJECTIVES
+from quantile_surrogate.thresholds import TiedScoresWarning, allowed_count
 from quantile_surrogate.training.models import fit_logistic, mlp_scorer
+from quantile_surrogate.thresholds import constraint_threshold
 from quantile_surrogate.training import (
     TrainingDivergedError,
-    constraint_threshold,
     objective_loss,
     predict_scores,
     train,

@@ -21,8 +21,8 @@ from quantile_surrogate import losses, metrics
 from quantile_surrogate.baselines import LogisticRegressionBaseline
 from quantile_surrogate.boosting import objective_gradient_hessian
 from quantile_surrogate.estimators import GuaranteedThresholdClassifier, QuantileClassifier
-from quantile_surrogate.objectives import (OBJECTIVES, TiedScoresWarning, constraint_threshold,
-                                           group_constraint_thresholds)
+from quantile_surrogate.objectives import OBJECTIVES
+from quantile_surrogate.thresholds import TiedScoresWarning, constraint_threshold, group_constraint_thresholds
 from quantile_surrogate.quantiles import QUANTILE_ESTIMATORS, interval_quantile, quantile_estimates
 from quantile_surrogate.training import train
 

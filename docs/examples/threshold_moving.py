@@ -13,7 +13,7 @@ Two operating points, each on the same 20 stratified half/half splits (the posit
 On the training half of each split two models are trained:
 
 - logistic regression (standardised features), its threshold then moved on the training half
-  so that the constraint holds there (``objectives.constraint_threshold``);
+  so that the constraint holds there (``thresholds.constraint_threshold``);
 - ``QuantileClassifier(objective=..., target=...)``: the operating point's quantile surrogate
   is the training loss, and ``threshold_`` meets the constraint on the training half.
 
@@ -46,7 +46,8 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from quantile_surrogate import QuantileClassifier  # noqa: E402
 from quantile_surrogate.datasets import load_ionosphere  # noqa: E402
 from quantile_surrogate.metrics import precision_at_rate, precision_at_recall  # noqa: E402
-from quantile_surrogate.objectives import constraint_threshold, objective_metric  # noqa: E402
+from quantile_surrogate.objectives import objective_metric  # noqa: E402
+from quantile_surrogate.thresholds import constraint_threshold  # noqa: E402
 
 OPERATING_POINTS = (("precision_at_rate", 0.05, "predicted positive rate"), ("precision_at_recall", 0.95, "recall"))
 SPLITS = 20

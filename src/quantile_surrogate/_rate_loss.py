@@ -1,22 +1,109 @@
-"""The steps of :func:`quantile_surrogate.losses.rate_constrained_loss`: the subset, the thresholds, the reduction.
+"""The machinery of :func:`quantile_surrogate.losses.rate_constrained_loss`: checks, surrogates and steps.
 
-Private; nothing here validates its input (``rate_constrained_loss`` does, once).
+The argument checks of the losses and their modules (:func:`check_loss_settings`,
+``_check_arguments``), the surrogates ``l``, and the steps of one call: the subset, the
+thresholds, the reduction. Private; the steps validate nothing (``rate_constrained_loss``
+checks its arguments once, with ``_check_arguments``).
 """
 
 from __future__ import annotations
 
 import math
 from numbers import Real
+from typing import Callable
 
 import torch
+import torch.nn.functional as F
 
-from .quantiles import quantile_estimates
+from ._validation import (
+    check_bandwidth,
+    check_bool,
+    check_groups,
+    check_mask,
+    check_option,
+    check_reduction,
+    check_scores,
+    check_scores_and_labels,
+    check_target,
+    check_targets,
+)
+from .quantiles import QUANTILE_ESTIMATORS, quantile_estimates
 
 EMPTY_SUBSET_MESSAGE = (
     "The subset that sets the threshold is empty in this batch (no row of `subset` is True "
     "and no `threshold_scores` were given). Pass `threshold_scores=` from a separate "
     "minibatch of the subset (Algorithm 1, step 2), or use larger batches."
 )
+
+PENALIZE = ("negatives", "positives")
+SUBSETS = ("positives", "negatives", "all")
+EMPTY_SUBSET = ("zero", "raise")
+NO_SUBSET_MESSAGE = (
+    "Pass `subset=` (a bool row mask of A, or one of 'positives', 'negatives', 'all') or `threshold_scores=`."
+)
+QUANTILE_TYPE_MESSAGE = "`quantile` must be an estimator name such as 'kernel' or a callable f(scores, level); got {}."
+
+
+def _logistic(z: torch.Tensor) -> torch.Tensor:
+    # log(1 + exp(z)) overflows for large z; softplus(z) = max(z, 0) + log1p(exp(-|z|)) does not.
+    return F.softplus(z)
+
+
+def _hinge(z: torch.Tensor) -> torch.Tensor:
+    return torch.clamp(1.0 + z, min=0.0)
+
+
+# The registry of ``surrogate=``; public (and documented) as quantile_surrogate.losses.SURROGATES.
+SURROGATES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "logistic": _logistic,
+    "hinge": _hinge,
+}
+
+
+def check_loss_settings(*, quantile="kernel", bandwidth=0.05, surrogate="logistic", reduction="mean",
+                        empty_subset="zero") -> float:
+    """Check the settings every loss shares (the loss modules call this in ``__init__``); returns the bandwidth."""
+    if not callable(quantile):
+        if not isinstance(quantile, str):
+            raise TypeError(QUANTILE_TYPE_MESSAGE.format(type(quantile).__name__))
+        check_option(quantile, QUANTILE_ESTIMATORS, "quantile")
+    check_option(surrogate, SURROGATES, "surrogate")
+    check_reduction(reduction)
+    check_option(empty_subset, EMPTY_SUBSET, "empty_subset")
+    return check_bandwidth(bandwidth)
+
+
+def _check_arguments(scores, labels, rate, subset, penalize, threshold_scores, groups, threshold_groups,
+                     settings, return_threshold):
+    """Every check of :func:`rate_constrained_loss`; returns ``(positive rows, rate, bandwidth)``."""
+    positive = check_scores_and_labels(scores, labels)  # one device sync for both
+    n = scores.numel()
+    rate = check_target(rate, "rate") if is_scalar(rate) else check_targets(rate, "rate")
+    check_option(penalize, PENALIZE, "penalize")
+    bandwidth = check_loss_settings(**settings)
+    check_bool(return_threshold, "return_threshold")
+    if threshold_scores is not None:
+        if not isinstance(threshold_scores, torch.Tensor) or threshold_scores.numel():
+            check_scores(threshold_scores, "threshold_scores")
+    elif subset is None:
+        raise ValueError(NO_SUBSET_MESSAGE)
+    elif isinstance(subset, str):
+        check_option(subset, SUBSETS, "subset")
+    else:
+        check_mask(subset, n, "subset")
+    if groups is not None:
+        check_groups(groups, n, "groups")
+        if threshold_scores is not None:
+            if threshold_groups is None:
+                raise ValueError("With `groups=` and `threshold_scores=`, pass `threshold_groups=` too.")
+            check_groups(threshold_groups, threshold_scores.numel(), "threshold_groups")
+    return positive, rate, bandwidth
+
+
+def _check_named_target(value, name: str, kwargs: dict):
+    # The named losses pass their target on as `rate`; check it first under the name the user typed.
+    if kwargs.get("validate_args", True):
+        check_targets(value, name) if name == "recalls" else check_target(value, name)
 
 
 def is_scalar(rate) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import check_sample_weight
-from .objectives import _rate_or_nan, group_constraint_thresholds
+from .objectives import _rate_or_nan
+from .thresholds import group_constraint_thresholds
 
 __all__ = ["weighted_objective_metric"]
 

@@ -16,6 +16,8 @@ import torch
 from torch import nn
 
 from . import losses
+from ._rate_loss import PENALIZE, check_loss_settings
+from .losses.named import DEFAULT_PR_AUC_RECALLS, PRECISION_FORMS
 from ._validation import check_bool, check_option, check_target, check_targets
 
 __all__ = [
@@ -37,7 +39,7 @@ class _QuantileLoss(nn.Module):
     def __init__(self, target, *, quantile="kernel", bandwidth=0.05, surrogate="logistic", reduction="mean",
                  empty_subset="zero", validate_args=True):
         super().__init__()
-        self.bandwidth = losses.check_loss_settings(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
+        self.bandwidth = check_loss_settings(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
                                                     reduction=reduction, empty_subset=empty_subset)
         self.target = target
         self.quantile = quantile
@@ -212,7 +214,7 @@ class PrecisionAtRateLoss(_QuantileLoss):
 
     def __init__(self, rate: float, *, form="fp", quantile="kernel", bandwidth=0.05, surrogate="logistic",
                  reduction="mean", empty_subset="zero", validate_args=True):
-        form = check_option(form, losses.PRECISION_FORMS, "form")
+        form = check_option(form, PRECISION_FORMS, "form")
         super().__init__(check_target(rate, "rate"), quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
                          reduction=reduction, empty_subset=empty_subset, validate_args=validate_args)
         self.form = form
@@ -346,7 +348,7 @@ class PRAUCLoss(_QuantileLoss):
     _function = staticmethod(losses.pr_auc_loss)
     _target_name = "recalls"
 
-    def __init__(self, recalls=losses.DEFAULT_PR_AUC_RECALLS, *, quantile="kernel", bandwidth=0.05,
+    def __init__(self, recalls=DEFAULT_PR_AUC_RECALLS, *, quantile="kernel", bandwidth=0.05,
                  surrogate="logistic", reduction="mean", empty_subset="zero", validate_args=True):
         super().__init__(check_targets(recalls, "recalls"), quantile=quantile, bandwidth=bandwidth,
                          surrogate=surrogate, reduction=reduction, empty_subset=empty_subset,
@@ -419,7 +421,7 @@ class RateConstrainedLoss(_QuantileLoss):
 
     def __init__(self, rate: float, *, penalize="negatives", quantile="kernel", bandwidth=0.05, surrogate="logistic",
                  reduction="mean", empty_subset="zero", validate_args=True):
-        penalize = check_option(penalize, losses.PENALIZE, "penalize")
+        penalize = check_option(penalize, PENALIZE, "penalize")
         super().__init__(check_target(rate, "rate"), quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
                          reduction=reduction, empty_subset=empty_subset, validate_args=validate_args)
         self.penalize = penalize

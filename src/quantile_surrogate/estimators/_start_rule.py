@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objectives import allowed_count, get_objective
+from ..objectives import get_objective
+from ..thresholds import allowed_count
 
 __all__ = ["metric_noise", "select_over_start"]
 

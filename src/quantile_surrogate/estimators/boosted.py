@@ -58,7 +58,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
        refit (the default above 10,000 rows, where one split is used) the first split's
        model, cut after ``k`` quantile rounds, is kept. Either way ``threshold_`` is the
        exact empirical quantile of the training scores
-       (:func:`~quantile_surrogate.objectives.constraint_threshold`), so the constraint
+       (:func:`~quantile_surrogate.thresholds.constraint_threshold`), so the constraint
        holds on the training rows.
 
     Parameters

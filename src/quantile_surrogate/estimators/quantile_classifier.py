@@ -123,7 +123,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     tie_break : {"none", "random"}, default="none"
         Rows whose score ties at the constraint's boundary cannot be split by a threshold:
         "none" keeps the tie policy (a floor never missed, a ceiling never exceeded; see
-        :func:`~quantile_surrogate.objectives.constraint_threshold`); "random" makes
+        :func:`~quantile_surrogate.thresholds.constraint_threshold`); "random" makes
         :meth:`predict` take each tied row as positive with probability ``tie_fraction_``,
         drawn with ``random_state``, so that the rate is met in expectation.
     checkpoint : str, path-like or None, default=None

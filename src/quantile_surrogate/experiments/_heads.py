@@ -27,7 +27,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..quantiles import KERNELS, tied_ranks
+from .._selection import tied_ranks
+from ..quantiles import KERNELS
 
 __all__ = ["head_losses", "train_linear_heads"]
 

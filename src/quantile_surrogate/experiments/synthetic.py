@@ -19,7 +19,9 @@ from tqdm.auto import tqdm
 
 from .. import datasets, metrics
 from ..baselines import LagrangianBaseline, LogisticRegressionBaseline
-from ..training import constraint_threshold, predict_scores, train
+from ..objectives import predict_scores
+from ..thresholds import constraint_threshold
+from ..training import train
 
 __all__ = ["run_synthetic", "fit_lines", "plot_lines", "RECALLS", "PAPER_SYNTHETIC"]
 

@@ -40,9 +40,7 @@ from .._validation import (
 from ..losses import SURROGATES
 from ..objectives import (
     OBJECTIVES,
-    constraint_threshold,
     get_objective,
-    group_constraint_thresholds,
     objective_loss,
     objective_metric,
     predict_scores,
@@ -51,8 +49,8 @@ from ..objectives import (
 )
 from ..quantiles import resolve_quantile
 
-# The names imported above from ..objectives (OBJECTIVES, predict_scores, constraint_threshold, ...)
-# and .sampling (MIN_GROUP_SUBSET_ROWS) stay importable from here; they are documented where they live.
+# The names imported above from ..objectives (OBJECTIVES, predict_scores, ...) and .sampling
+# (MIN_GROUP_SUBSET_ROWS) stay importable from here; they are documented where they live.
 __all__ = [
     "train",
     "TrainResult",
@@ -216,7 +214,7 @@ def train(
     --------
     quantile_surrogate.QuantileClassifier : The scikit-learn estimator around it.
     quantile_surrogate.objectives.predict_scores : The trained model's scores.
-    quantile_surrogate.objectives.constraint_threshold : The exact threshold on those scores.
+    quantile_surrogate.thresholds.constraint_threshold : The exact threshold on those scores.
     quantile_surrogate.training.subset_size.subset_plan : The rule for ``subset_batch_size=None``.
 
     Notes

@@ -1,0 +1,176 @@
+r"""Differentiable quantile estimators (Mackey, Luo & Eban 2018, section 4).
+
+Every estimator takes a 1-D floating point tensor of scores ``s_1..s_N`` and a level
+``c`` and returns a 0-d tensor of the same dtype that autograd differentiates with
+respect to the scores. All of them are L-estimators: a weighted mean of the order
+statistics ``s_(1) <= ... <= s_(N)`` whose weights depend on ranks only, so the
+gradient with respect to ``s_(i)`` is its weight.
+
+==========================  ===============================================  ====================
+name                        estimate                                         paper
+==========================  ===============================================  ====================
+``point``                   ``s_(k)``, ``k = max(1, floor(c N))``            q1, section 4
+``kernel`` / ``gaussian``   ``sum_i w_i s_(i)``, ``w_i ~ phi_h(i*/N - c)``   eq. (13)
+``epanechnikov``            same, compact kernel ``3/4 (1 - u^2)_+``         eq. (13)
+``lower_mean``              ``mean(s_(1..k))``                               qm, eq. (14)
+``interval``                ``mean(s_(i))`` for ``i/N`` in ``(lo, hi]``      qI, eq. (16)
+``harrell_davis``           Beta-weighted order statistics                   Harrell & Davis 1982
+==========================  ===============================================  ====================
+
+The names are the keys of :data:`QUANTILE_ESTIMATORS`, which ``quantile=`` of the losses and
+estimators accepts; :func:`kernel_weights` shows the kernel estimator's weights.
+
+Precision: every estimator computes its ranks, counts and weights in at least float32 and
+returns the scores' dtype, so float16 and bfloat16 scores (autocast) give the float32
+estimate rounded once. On the CPU the selection runs in NumPy; under ``torch.compile`` (and
+on other devices) the point and kernel estimators take a torch path with no graph break
+(:mod:`quantile_surrogate._selection`).
+
+Conventions (docs/paper_notes.md): ``q(S, c)`` is the quantile from below, so a
+constraint "rate on A >= c" uses the threshold ``q(f(A), 1 - c)``; the losses in
+:mod:`quantile_surrogate.losses` do that conversion, callers of this module pass levels.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+
+from .._selection import KERNELS as _KERNELS
+from .._selection import SELECTION_ESTIMATORS, selection_estimates
+from .._validation import check_option
+from .._weighted import weighted_estimates
+from .order_statistics import interval_quantile, lower_mean_quantile, point_quantile
+from .smooth import harrell_davis_quantile, kernel_quantile, kernel_weights
+
+# resolve_quantile and quantile_estimates are the losses' and the boosting objective's entry point
+# to the estimators, not in the public surface.
+__all__ = [
+    "point_quantile",
+    "kernel_quantile",
+    "lower_mean_quantile",
+    "interval_quantile",
+    "harrell_davis_quantile",
+    "kernel_weights",
+    "KERNELS",
+    "QUANTILE_ESTIMATORS",
+]
+
+#: Kernels accepted by ``kernel=`` of :func:`kernel_quantile`: name -> unnormalised log density
+#: :math:`\log\phi(u)` of :math:`u = (i^*/N - c) / h`: ``"gaussian"`` :math:`-u^2/2`,
+#: ``"epanechnikov"`` :math:`\log(1 - u^2)` on :math:`|u| < 1` and :math:`-\infty` outside.
+#: The constants cancel when the weights are normalised.
+KERNELS = _KERNELS
+
+
+def _interval_around(scores, level, bandwidth, *, weight=None, validate_args=True):
+    # As a loss's estimator the interval is centred on the level, with half-width h.
+    return interval_quantile(
+        scores, max(level - bandwidth, 0.0), min(level + bandwidth, 1.0), weight=weight, validate_args=validate_args
+    )
+
+
+#: Quantile estimators accepted by ``quantile=`` (the losses, the estimators and
+#: :func:`~quantile_surrogate.training.train`), name -> ``f(scores, level, bandwidth, *, weight=None,
+#: validate_args=True)``: ``"point"``
+#: (:func:`point_quantile`), ``"kernel"`` and ``"gaussian"`` (:func:`kernel_quantile`, Gaussian),
+#: ``"epanechnikov"``, ``"lower_mean"`` (:func:`lower_mean_quantile`), ``"interval"``
+#: (:func:`interval_quantile` on ``[level - bandwidth, level + bandwidth]``, clipped to [0, 1]) and
+#: ``"harrell_davis"``. ``point``, ``lower_mean`` and ``harrell_davis`` ignore the bandwidth.
+QUANTILE_ESTIMATORS: dict[str, Callable] = {
+    "point": lambda s, c, h, **kw: point_quantile(s, c, **kw),
+    "kernel": lambda s, c, h, **kw: kernel_quantile(s, c, h, "gaussian", **kw),
+    "gaussian": lambda s, c, h, **kw: kernel_quantile(s, c, h, "gaussian", **kw),
+    "epanechnikov": lambda s, c, h, **kw: kernel_quantile(s, c, h, "epanechnikov", **kw),
+    "lower_mean": lambda s, c, h, **kw: lower_mean_quantile(s, c, **kw),
+    "interval": _interval_around,
+    "harrell_davis": lambda s, c, h, **kw: harrell_davis_quantile(s, c, **kw),
+}
+
+
+def resolve_quantile(quantile, bandwidth: float = 0.05) -> Callable[[torch.Tensor, float], torch.Tensor]:
+    """Turn ``quantile=`` (a name in :data:`QUANTILE_ESTIMATORS` or a callable) into ``f(scores, level)``.
+
+    Internal (not in ``__all__``): the training loop and the boosting objective resolve
+    ``quantile=`` once with it, so that a bad name fails before training starts.
+
+    Parameters
+    ----------
+    quantile : str or callable
+        A name in :data:`QUANTILE_ESTIMATORS`, or ``quantile(scores, level) -> 0-d tensor``
+        (returned unchanged).
+    bandwidth : float, default=0.05
+        Passed to the named estimator (not checked here).
+
+    Returns
+    -------
+    callable
+        ``f(scores, level)`` that calls the estimator without argument checks.
+
+    Raises
+    ------
+    TypeError
+        If ``quantile`` is neither a string nor callable.
+    ValueError
+        If ``quantile`` is not a name in :data:`QUANTILE_ESTIMATORS`.
+    """
+    if callable(quantile):
+        return quantile
+    if not isinstance(quantile, str):
+        raise TypeError(f"`quantile` must be an estimator name or a callable; got {type(quantile).__name__}.")
+    check_option(quantile, QUANTILE_ESTIMATORS, "quantile")
+    estimator = QUANTILE_ESTIMATORS[quantile]
+
+    def estimate(scores: torch.Tensor, level: float) -> torch.Tensor:
+        return estimator(scores, level, bandwidth, validate_args=False)
+
+    estimate.__name__ = f"{quantile}_quantile"
+    return estimate
+
+
+def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], *, bandwidth: float = 0.05,
+                       subset: torch.Tensor | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """``q(scores[subset], c)`` for each ``c`` in ``levels``: the losses' thresholds (internal, nothing validated).
+
+    ``quantile`` is a name in :data:`QUANTILE_ESTIMATORS` or a callable (see
+    :func:`resolve_quantile`). The point and kernel estimators share one selection (one
+    partition or one sort) across the levels and, on the CPU, never index the subset in
+    torch (:mod:`quantile_surrogate._selection`); the others run on ``scores[subset]`` once
+    per level. ``weight`` gives the weighted estimates of :mod:`quantile_surrogate._weighted`
+    (one sort shared by the levels).
+
+    Parameters
+    ----------
+    quantile : str or callable
+    scores : Tensor of shape (N,), floating point
+    levels : sequence of float in [0, 1]
+    bandwidth : float, default=0.05
+    subset : bool Tensor of shape (N,), optional
+        The rows of ``A``; None is every row.
+    weight : Tensor of shape (N,), optional
+        Frequency weights; a callable ``quantile`` cannot take them.
+
+    Returns
+    -------
+    Tensor of shape (len(levels),)
+        NaN where ``A`` is empty (or holds no weight).
+
+    Raises
+    ------
+    ValueError
+        If ``weight`` is given with a callable ``quantile``.
+    """
+    if weight is not None:
+        if not isinstance(quantile, str):
+            raise ValueError("Row weights need a named quantile estimator; a callable `quantile` cannot take "
+                             "`weight=`. Pass quantile='kernel' (or another name) or drop the weights.")
+        return weighted_estimates(quantile, scores, weight, levels, bandwidth, subset)
+    if isinstance(quantile, str) and quantile in SELECTION_ESTIMATORS:
+        return selection_estimates(quantile, scores, levels, bandwidth, subset)
+    reference = scores if subset is None else scores[subset]
+    if reference.numel() == 0:
+        return scores.new_full((len(levels),), math.nan)
+    estimate = resolve_quantile(quantile, bandwidth)
+    return torch.stack([estimate(reference, level) for level in levels])
