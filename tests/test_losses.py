@@ -298,6 +298,22 @@ def test_bad_input(call, error, match):
         call(scores, labels)
 
 
+def test_remembered_option_checks_still_refuse_every_bad_call():
+    # The option checks are cached per call signature; a cache must never let a bad value through.
+    scores, labels = random_batch()
+    L.precision_at_recall_loss(scores, labels, 0.9)  # a good call first, with the same other options
+    for _ in range(2):
+        with pytest.raises(ValueError, match="`reduction` must be one of"):
+            L.precision_at_recall_loss(scores, labels, 0.9, reduction="avg")
+        with pytest.raises(TypeError, match="`reduction` must be a string"):
+            L.precision_at_recall_loss(scores, labels, 0.9, reduction=["mean"])  # unhashable: checked uncached
+    bandwidth = torch.tensor(0.05)
+    L.precision_at_recall_loss(scores, labels, 0.9, bandwidth=bandwidth)
+    bandwidth.fill_(-1.0)  # a tensor may change in place: never taken from the cache
+    with pytest.raises(ValueError, match="`bandwidth` must be"):
+        L.precision_at_recall_loss(scores, labels, 0.9, bandwidth=bandwidth)
+
+
 # --- the point of it all -------------------------------------------------------------------
 
 

@@ -95,6 +95,12 @@ def test_all_finite_is_not_fooled_by_an_overflowing_sum():
     [
         (torch.tensor([0.5, math.nan]), torch.tensor([0, 1]), ValueError, "`scores` contains NaN or inf \\(1 of 2"),
         (torch.tensor([0.5, 1.0]), torch.tensor([0, 2]), ValueError, "`labels` must be binary"),
+        # integer labels are checked on their float cast: no integer outside {0, 1} casts into it
+        (torch.tensor([0.5, 1.0]), torch.tensor([0, -1]), ValueError, "`labels` must be binary"),
+        (torch.tensor([0.5, 1.0]), torch.tensor([0, 2**62 + 1]), ValueError, "`labels` must be binary"),
+        (torch.tensor([0.5, 1.0], dtype=torch.float16), torch.tensor([0, 70_000]), ValueError, "must be binary"),
+        (torch.tensor([0.5, 1.0], dtype=torch.float64), torch.tensor([1.0, 1.0 + 1e-12], dtype=torch.float64),
+         ValueError, "`labels` must be binary"),
         (torch.tensor([0.5, 1.0]), torch.tensor([0.0, 0.5]), ValueError, "`labels` must be binary"),
         (torch.tensor([0.5, 1.0]), [0, 1], TypeError, "`labels` must be a torch.Tensor"),
         (torch.tensor([0.5, 1.0]), torch.tensor([0, 1, 1]), ValueError, "`labels` has 3 entries"),
@@ -110,3 +116,13 @@ def test_the_fused_check_returns_the_positive_rows():
     scores = torch.tensor([3e38, 3e38, 1.0], dtype=torch.float32)  # finite, with an overflowing sum
     for labels in (torch.tensor([0, 1, 1]), torch.tensor([0.0, 1.0, 1.0]), torch.tensor([False, True, True])):
         assert V.check_scores_and_labels(scores, labels).tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize("scores_dtype, targets_dtype", [(torch.float16, torch.float32), (torch.bfloat16, torch.float32),
+                                                         (torch.float32, torch.float32), (torch.float64, torch.float64)])
+def test_the_fused_check_returns_the_labels_as_floats_wide_enough_to_count(scores_dtype, targets_dtype):
+    scores = torch.tensor([0.5, 1.0, 2.0], dtype=scores_dtype)
+    for labels in (torch.tensor([0, 1, 1]), torch.tensor([0, 1, 1], dtype=torch.uint8), torch.tensor([0.0, 1.0, 1.0]),
+                   torch.tensor([False, True, True])):
+        targets = V.check_scores_and_targets(scores, labels)
+        assert targets.dtype == targets_dtype and targets.tolist() == [0.0, 1.0, 1.0]

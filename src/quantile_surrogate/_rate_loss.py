@@ -8,6 +8,7 @@ checks its arguments once, with ``_check_arguments``).
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Real
 from typing import Callable
@@ -23,7 +24,7 @@ from ._validation import (
     check_option,
     check_reduction,
     check_scores,
-    check_scores_and_labels,
+    check_scores_and_targets,
     check_target,
     check_targets,
 )
@@ -75,21 +76,24 @@ def check_loss_settings(*, quantile="kernel", bandwidth=0.05, surrogate="logisti
 
 def _check_arguments(scores, labels, rate, subset, penalize, threshold_scores, groups, threshold_groups,
                      settings, return_threshold):
-    """Every check of :func:`rate_constrained_loss`; returns ``(positive rows, rate, bandwidth)``."""
-    positive = check_scores_and_labels(scores, labels)  # one device sync for both
+    """Every check of :func:`rate_constrained_loss`; returns ``(targets, rate, bandwidth)``, targets as 0/1 floats."""
+    targets = check_scores_and_targets(scores, labels)  # one device sync for both
     n = scores.numel()
     rate = check_target(rate, "rate") if is_scalar(rate) else check_targets(rate, "rate")
-    check_option(penalize, PENALIZE, "penalize")
-    bandwidth = check_loss_settings(**settings)
-    check_bool(return_threshold, "return_threshold")
+    subset_name = subset if threshold_scores is None and isinstance(subset, str) else None
+    options = (penalize, subset_name, return_threshold, *settings.values())
+    try:  # a tensor bandwidth is checked every time (it could change in place)
+        if type(settings["bandwidth"]) is not float:
+            raise TypeError
+        bandwidth = _checked_options(*options)
+    except TypeError:  # also an unhashable option; a TypeError of a check is raised again here
+        bandwidth = _checked_options.__wrapped__(*options)
     if threshold_scores is not None:
         if not isinstance(threshold_scores, torch.Tensor) or threshold_scores.numel():
             check_scores(threshold_scores, "threshold_scores")
     elif subset is None:
         raise ValueError(NO_SUBSET_MESSAGE)
-    elif isinstance(subset, str):
-        check_option(subset, SUBSETS, "subset")
-    else:
+    elif not isinstance(subset, str):
         check_mask(subset, n, "subset")
     if groups is not None:
         check_groups(groups, n, "groups")
@@ -97,7 +101,24 @@ def _check_arguments(scores, labels, rate, subset, penalize, threshold_scores, g
             if threshold_groups is None:
                 raise ValueError("With `groups=` and `threshold_scores=`, pass `threshold_groups=` too.")
             check_groups(threshold_groups, threshold_scores.numel(), "threshold_groups")
-    return positive, rate, bandwidth
+    return targets, rate, bandwidth
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _checked_options(penalize, subset_name, return_threshold, quantile, bandwidth, surrogate, reduction,
+                     empty_subset) -> float:
+    """The checks of the options of :func:`rate_constrained_loss`, remembered: a training loop repeats them.
+
+    Cached because after a large forward pass the interpreter's own code is out of the cache
+    too, and a dozen checks that take microseconds alone then cost a noticeable share of a step.
+    Exceptions are not cached (every bad call raises again).
+    """
+    check_option(penalize, PENALIZE, "penalize")
+    check_bool(return_threshold, "return_threshold")
+    if subset_name is not None:
+        check_option(subset_name, SUBSETS, "subset")
+    return check_loss_settings(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate, reduction=reduction,
+                               empty_subset=empty_subset)
 
 
 def _check_named_target(value, name: str, kwargs: dict):
@@ -108,16 +129,28 @@ def _check_named_target(value, name: str, kwargs: dict):
 
 def is_scalar(rate) -> bool:
     """One rate (a number or a 0-d tensor), as opposed to a sequence of them."""
-    return isinstance(rate, Real) or (isinstance(rate, torch.Tensor) and rate.ndim == 0)
+    return type(rate) is float or isinstance(rate, Real) or (isinstance(rate, torch.Tensor) and rate.ndim == 0)
 
 
-def subset_rows(subset, positive):
-    """The bool mask of ``A`` (None for every row) from a mask or one of "positives", "negatives", "all"."""
+def subset_rows(subset, targets):
+    """The bool mask of ``A`` (None for every row) from a mask or one of "positives", "negatives", "all".
+
+    ``targets`` are the labels as 0/1 floats (one pass each way, the mask only when it is used).
+    """
     if not isinstance(subset, str):
         return subset
     if subset == "all":
         return None
-    return positive if subset == "positives" else ~positive
+    return targets != 0 if subset == "positives" else targets == 0
+
+
+def penalized_rows(targets, penalize: str, live) -> torch.Tensor:
+    """The 0/1 float weights of the penalised rows: the negatives or the positives, where ``live``.
+
+    ``live`` is True, or a bool tensor (0-d, or a row mask) that is False where ``A`` is empty.
+    """
+    weight = torch.rsub(targets, 1.0) if penalize == "negatives" else targets
+    return weight if live is True else weight * live
 
 
 def thresholds(scores, rates, subset, threshold_scores, settings, weight=None, threshold_weight=None):
@@ -193,31 +226,35 @@ def group_thresholds(scores, groups, rates, subset, threshold_scores, threshold_
     return thresholds, row_threshold, defined
 
 
-def penalty(scores, row_threshold, live, penalize: str, surrogate, reduction: str, row_weight=None) -> torch.Tensor:
-    """``sum_l sum_i live_i l(+-(s_i - theta_il)) / L``, reduced; ``row_threshold`` has a trailing level axis.
+def penalty(scores, row_threshold, penalized, penalize: str, surrogate, reduction: str, row_weight=None) -> torch.Tensor:
+    """``sum_l sum_i p_i l(+-(s_i - theta_il)) / L``, reduced; ``row_threshold`` has a trailing level axis.
 
     One level at a time, with 1-D operations: nine levels cost nine times one level, where a
     (N, L) matrix of margins would cost twice that (its reductions and their backward are
     strided). A dot product with the 0/1 row weights masks and sums in one pass (its backward
-    is one multiplication); sums and counts are taken in at least float32. ``row_weight``
-    multiplies the 0/1 weights: the sum is ``sum_i w_i live_i l(...)`` and "mean" divides by
-    ``sum_i w_i live_i``, so an integer weight counts a row that many times.
+    is one multiplication); sums and counts are taken in at least float32. ``penalized`` holds
+    the 0/1 float weights ``p_i`` of the penalised rows (:func:`penalized_rows`). ``row_weight``
+    multiplies them: the sum is ``sum_i w_i p_i l(...)`` and "mean" divides by
+    ``sum_i w_i p_i``, so an integer weight counts a row that many times.
     """
     dtype = scores.dtype
-    wide = torch.promote_types(dtype, torch.float32)
-    if (row_weight is None and reduction != "none" and row_threshold.dim() == 1 and row_threshold.numel() > 1
+    wide = penalized.dtype  # at least float32 (the targets')
+    one_level = row_threshold.numel() == 1
+    if (not one_level and row_weight is None and reduction != "none" and row_threshold.dim() == 1
             and scores.device.type == "cpu" and not torch.compiler.is_compiling()):
-        return _penalty_of_rows(scores, row_threshold, live, penalize, surrogate, reduction, wide)
-    weight = live.to(wide)
-    if row_weight is not None:
-        weight = weight * row_weight.to(wide)
-    columns = row_threshold.unbind(-1)
+        return _penalty_of_rows(scores, row_threshold, penalized, penalize, surrogate, reduction, wide)
+    weight = penalized if row_weight is None else penalized * row_weight.to(wide)
+    # One threshold of shape (1,) broadcasts as it is; the hot path skips unbind and no-op casts,
+    # because after a large forward pass each Python-level call costs several microseconds.
+    columns = (row_threshold,) if one_level and row_threshold.dim() == 1 else row_threshold.unbind(-1)
     terms = []
     for threshold in columns:
         # s + (-theta), not s - theta: the backward of a subtraction negates the whole row-long
         # gradient for theta; negating theta first negates one value per row threshold instead.
         per_row = surrogate(scores + threshold.neg() if penalize == "negatives" else threshold - scores)
-        terms.append(per_row if reduction == "none" else torch.dot(per_row.to(wide), weight))
+        if reduction != "none":
+            per_row = torch.dot(per_row if per_row.dtype == wide else per_row.to(wide), weight)
+        terms.append(per_row)
     total = terms[0] if len(terms) == 1 else torch.stack(terms).mean(dim=0)
     if reduction == "none":
         return (total * weight).to(dtype)
@@ -227,10 +264,10 @@ def penalty(scores, row_threshold, live, penalize: str, surrogate, reduction: st
         else:  # fractional weights may sum below 1; an all-zero sum leaves the zero total alone
             mass = weight.sum()
             total = total / torch.where(mass > 0, mass, 1.0)
-    return total.to(dtype)
+    return total if total.dtype == dtype else total.to(dtype)
 
 
-def _penalty_of_rows(scores, row_threshold, live, penalize, surrogate, reduction, wide) -> torch.Tensor:
+def _penalty_of_rows(scores, row_threshold, penalized, penalize, surrogate, reduction, wide) -> torch.Tensor:
     """:func:`penalty` for several levels sharing one threshold per level: the live rows gathered once.
 
     The masked dot product costs a row-long multiplication per level in its backward; with
@@ -238,7 +275,7 @@ def _penalty_of_rows(scores, row_threshold, live, penalize, surrogate, reduction
     scatter, and a plain sum per level cost less. The same sum, in another order. Only on the
     CPU: finding the live rows (``nonzero``) waits for a GPU.
     """
-    rows = scores.index_select(0, torch.nonzero(live).reshape(-1))
+    rows = scores.index_select(0, torch.nonzero(penalized).reshape(-1))
     terms = []
     for threshold in row_threshold.unbind(-1):
         per_row = surrogate(rows + threshold.neg() if penalize == "negatives" else threshold - rows)

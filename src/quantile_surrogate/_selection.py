@@ -141,6 +141,11 @@ def _numpy_estimates(name, scores, values, levels, bandwidth, subset):
 
 def _point_rows(values: np.ndarray, levels) -> np.ndarray:
     """For each level, a row holding the ``k``-th smallest value (the first such row: the gradient is one-hot)."""
+    if len(levels) == 1:  # once per training step: without the lists of several levels
+        k = floor_rank(values.size, levels[0]) - 1
+        selected = values.copy()
+        selected.partition(k)  # the ndarray methods, not np.partition / np.argmax and their dispatch
+        return np.array([(values == selected[k]).argmax()])
     kth = [floor_rank(values.size, level) - 1 for level in levels]
     selected = np.partition(values, sorted(set(kth)))[kth]
     return np.array([np.argmax(values == value) for value in selected], dtype=np.int64)

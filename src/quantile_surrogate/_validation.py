@@ -46,6 +46,8 @@ REDUCTIONS = ("mean", "sum", "none")
 
 def check_number(value, name: str) -> float:
     """Return ``value`` as a float, raising ``TypeError`` for non-numbers (bool included)."""
+    if type(value) is float or type(value) is int:  # the common case, before the slower ABC check
+        return float(value)
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, Real):
@@ -148,23 +150,35 @@ def check_labels(labels, n: int) -> torch.Tensor:
 
 
 def check_scores_and_labels(scores, labels) -> torch.Tensor:
-    """:func:`check_scores` and :func:`check_labels` with one device sync; returns the positive rows (bool).
+    """:func:`check_scores` and :func:`check_labels` with one device sync; returns the positive rows (bool)."""
+    return check_scores_and_targets(scores, labels).bool()
 
-    The scores' finiteness sum and the labels' range are read back together, so a validated
-    loss call on a GPU waits for the device once.
+
+def check_scores_and_targets(scores, labels) -> torch.Tensor:
+    """:func:`check_scores` and :func:`check_labels` with one device sync; returns the labels as 0/1 floats.
+
+    The targets have the dtype of the scores' sums and counts (at least float32). The scores'
+    finiteness sum and the labels' range are read back together, so a validated loss call on a
+    GPU waits for the device once. Integer labels are read once: they are cast first and their
+    range taken on the cast (an integer outside {0, 1} casts to a float outside {0, 1}), because
+    each pass over int64 labels that a large forward pass has evicted from the cache costs as
+    much as the surrogate's own pass.
     """
     check_scores(scores, finite=False)
     _check_label_tensor(labels, scores.numel())
-    parts = [_finiteness_sum(scores).reshape(1).float()]
-    if labels.dtype != torch.bool:
-        parts.append(_label_range(labels).float())
-    summary = torch.cat(parts).tolist()
+    total = _finiteness_sum(scores)  # in the dtype of the targets: float32 for half precision, else the scores'
+    targets = labels.to(total.dtype)
+    if labels.dtype == torch.bool:
+        summary = [total.item()]
+    elif labels.is_floating_point():  # 0.5 is ruled out on the labels themselves (a cast could round it away)
+        summary = torch.cat([total.reshape(1), _label_range(labels).to(total.dtype)]).tolist()
+    else:
+        summary = torch.stack((total, *torch.aminmax(targets))).tolist()
     if not _finite_given_sum(summary[0], scores):
         _raise_nonfinite(scores, "scores")
-    if labels.dtype == torch.bool:
-        return labels
-    _check_label_range(labels, summary[1:])
-    return labels == 1
+    if labels.dtype != torch.bool:
+        _check_label_range(labels, summary[1:])
+    return targets
 
 
 def _check_label_tensor(labels, n: int):

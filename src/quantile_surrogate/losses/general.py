@@ -16,6 +16,7 @@ from .._rate_loss import (
     _check_arguments,
     group_thresholds,
     is_scalar,
+    penalized_rows,
     penalty,
     subset_rows,
     thresholds,
@@ -213,7 +214,7 @@ def rate_constrained_loss(
     tensor([1., 0.])
     """
     if validate_args:
-        positive, rate, bandwidth = _check_arguments(
+        targets, rate, bandwidth = _check_arguments(
             scores, labels, rate, subset, penalize, threshold_scores, groups, threshold_groups,
             dict(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate, reduction=reduction,
                  empty_subset=empty_subset), return_threshold,
@@ -228,16 +229,15 @@ def rate_constrained_loss(
             raise ValueError("Row weights need a named quantile estimator; a callable `quantile` cannot take "
                              "`weight=`. Pass quantile='kernel' (or another name) or drop the weights.")
     else:
-        positive = labels if labels.dtype == torch.bool else labels == 1
+        targets = labels.to(torch.promote_types(scores.dtype, torch.float32))
     single = is_scalar(rate)
     rates = (float(rate),) if single else tuple(float(r) for r in rate)
     if threshold_scores is None:
         if subset is None:
             raise ValueError(NO_SUBSET_MESSAGE)
-        subset = subset_rows(subset, positive)
+        subset = subset_rows(subset, targets)
     else:
         subset = None
-    penalized = ~positive if penalize == "negatives" else positive
     settings = (quantile, bandwidth, empty_subset)
     weights = () if weight is None and threshold_weight is None else (weight, threshold_weight)
     if groups is None:
@@ -248,9 +248,9 @@ def rate_constrained_loss(
             scores, groups, rates, subset, threshold_scores, threshold_groups, settings, *weights
         )
         threshold = threshold[:, 0] if single else threshold.T
-    live = penalized if live is True else penalized & live
+    penalized = penalized_rows(targets, penalize, live)
     if weight is None:
-        loss = penalty(scores, row_threshold, live, penalize, SURROGATES[surrogate], reduction)
+        loss = penalty(scores, row_threshold, penalized, penalize, SURROGATES[surrogate], reduction)
     else:
-        loss = penalty(scores, row_threshold, live, penalize, SURROGATES[surrogate], reduction, weight)
+        loss = penalty(scores, row_threshold, penalized, penalize, SURROGATES[surrogate], reduction, weight)
     return QuantileLossOutput(loss, threshold) if return_threshold else loss
