@@ -13,11 +13,23 @@ Times are CPU seconds of this process (``time.process_time``) with one thread fo
 BLAS, the best and the median of ``--repeats`` (the settings interleaved), which a busy shared machine disturbs less than wall time. Run::
 
     nice -n 10 .venv/bin/python -m benchmarks.selection_cost --rows 10000 --repeats 3
+
+``--reference-commit REV`` also times the defaults of the code at ``REV`` (checked out with
+``git worktree`` into a temporary folder and run in a subprocess on the same data), the literal
+reading of issue 12's "at most 3x today's": ``ec68dc1`` is the last commit before the issue was
+filed, when the defaults on 10,000 rows were the ``early_stopping=False`` protocol of the slower
+code of the time. The current ``early_stopping=False`` row is the stricter reference (the same
+protocol on today's faster loss and loop).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -46,14 +58,54 @@ def measure(rows: int, repeats: int) -> list[dict]:
             for (objective, name), times in seconds.items()]
 
 
+REFERENCE_SNIPPET = """
+import json, sys, time, torch
+from sklearn.datasets import make_classification
+from threadpoolctl import threadpool_limits
+from quantile_surrogate import QuantileClassifier
+torch.set_num_threads(1)
+rows, repeats = int(sys.argv[1]), int(sys.argv[2])
+X, y = make_classification(rows, n_features=20, n_informative=10, weights=[0.9, 0.1], random_state=0)
+times = {}
+with threadpool_limits(1):
+    for repeat in range(repeats):
+        for objective, target in (("precision_at_recall", 0.9), ("precision_at_rate", 0.05)):
+            start = time.process_time()
+            QuantileClassifier(objective, target, random_state=repeat).fit(X, y)
+            times.setdefault(objective, []).append(time.process_time() - start)
+print(json.dumps(times))
+"""
+
+
+def reference_times(commit: str, rows: int, repeats: int) -> dict:
+    """CPU seconds of the defaults at ``commit`` (objective -> list), in a subprocess on its own checkout."""
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as folder:
+        tree = os.path.join(folder, "reference")
+        subprocess.run(["git", "-C", root, "worktree", "add", "--detach", "-q", tree, commit], check=True)
+        try:
+            out = subprocess.run([sys.executable, "-c", REFERENCE_SNIPPET, str(rows), str(repeats)],
+                                 env={**os.environ, "PYTHONPATH": os.path.join(tree, "src")},
+                                 capture_output=True, text=True, check=True).stdout
+        finally:
+            subprocess.run(["git", "-C", root, "worktree", "remove", "--force", tree], check=True)
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--reference-commit", help="also time the defaults of the code at this git revision")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    reference = reference_times(args.reference_commit, args.rows, args.repeats) if args.reference_commit else {}
     with threadpool_limits(1):
         results = measure(args.rows, args.repeats)
+    for objective, times in reference.items():
+        results.append(dict(objective=objective, setting=f"defaults at {args.reference_commit}",
+                            seconds=min(times), median=float(np.median(times))))
     print(f"{args.rows} rows, 20 features, CPU seconds, best of {args.repeats}, one thread:\n")
     print("| objective | setting | CPU s (best) | x early_stopping=False | CPU s (median) | x |\n|---|---|---|---|---|---|")
     for objective, _ in OPERATING_POINTS:
@@ -62,6 +114,10 @@ def main(argv=None):
         for r in rows:
             print(f"| {objective} | {r['setting']} | {r['seconds']:.2f} | {r['seconds'] / base:.2f} "
                   f"| {r['median']:.2f} | {r['median'] / middle:.2f} |")
+        if reference:
+            old, new = rows[-1], next(r for r in rows if r["setting"] == "defaults")
+            print(f"| {objective} | defaults / defaults at {args.reference_commit} | | {new['seconds'] / old['seconds']:.2f} "
+                  f"| | {new['median'] / old['median']:.2f} |")
     return np.array([r["seconds"] for r in results])
 
 

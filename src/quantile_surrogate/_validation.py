@@ -268,7 +268,7 @@ def check_training_data(X, y, name_x: str = "X", name_y: str = "y") -> torch.Ten
         raise ValueError(f"`{name_x}` must be 2-D of shape (n, d); got shape {tuple(X.shape)}. "
                          "Reshape a single feature with .reshape(-1, 1).")
     for chunk in X.split(max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))):
-        if not bool(torch.isfinite(chunk).all()):
+        if not all_finite(chunk):
             raise ValueError(f"`{name_x}` contains NaN or inf; impute or drop those rows first.")
     if not isinstance(y, torch.Tensor):
         raise TypeError(NOT_TENSOR_MESSAGE.format(name=name_y, type_name=type(y).__name__))
@@ -277,8 +277,9 @@ def check_training_data(X, y, name_x: str = "X", name_y: str = "y") -> torch.Ten
                          f"got shape {tuple(y.shape)}.")
     if y.dtype == torch.bool:
         return y
-    values = torch.unique(y)
-    if not bool(((values == 0) | (values == 1)).all()):
+    low, high = _label_range(y).tolist() if y.numel() else (0, 0)  # one pass; unique (a sort) only for the message
+    if low < 0 or high > 1:
+        values = torch.unique(y)
         raise ValueError(f"`{name_y}` must be binary in {{0, 1}}; got values {values[:6].tolist()}. "
                          "Map the positive class to 1 and every other class to 0.")
     return y.bool()

@@ -18,9 +18,10 @@ import time
 import numpy as np
 import torch
 
-from ..objectives import objective_loss, objective_metric, predict_scores
+from .._held_out_metrics import held_out_metric
+from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 from ..training import train
-from ..training._loop import restart_seeds
+from ..training._loop import restart_seeds, seed_torch
 from ..training.models import fit_logistic
 from ._start_rule import metric_noise, select_over_start
 
@@ -54,7 +55,7 @@ def build_start(factory, data: FoldData, model_seed: int, logistic: bool):
     or ``1 / sum(w)`` with weights), so the start is the same in every fold and in the refit.
     """
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(model_seed)
+        seed_torch(model_seed)
         model = factory().to(device=data.X.device, dtype=data.X.dtype)
     if logistic:
         if data.weight is None:
@@ -79,8 +80,12 @@ def held_out_value(model, held: FoldData, settings: dict) -> tuple:
                               threshold_scores=scores[held.in_subset], form=settings["form"],
                               quantile=settings["quantile"], bandwidth=settings["bandwidth"],
                               surrogate=settings["surrogate"], **extra).loss
-    metric = objective_metric(held.y_np, scores.double().cpu().numpy(), objective=settings["objective"],
-                              target=settings["target"], groups=held.codes_np, sample_weight=held.weight_np)
+    scores = scores.double().cpu().numpy()
+    if held.codes_np is None and held.weight_np is None:  # one sort, not sklearn's checked curve (many calls)
+        metric = held_out_metric(held.y_np == 1, scores, get_objective(settings["objective"]).name, settings["target"])
+    else:
+        metric = objective_metric(held.y_np, scores, objective=settings["objective"], target=settings["target"],
+                                  groups=held.codes_np, sample_weight=held.weight_np)
     return float(metric), float(loss)
 
 

@@ -18,11 +18,13 @@ import torch
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 
-from ..objectives import objective_loss, objective_metric, predict_scores
+from .._held_out_metrics import held_out_metric
+from ..objectives import get_objective, objective_loss, predict_scores
 from ..training import TrainingDivergedError, train
-from ..training._loop import restart_seeds
+from ..training._loop import restart_seeds, seed_torch
 from ..training.checkpoint import checkpoint_seed
-from ..training.models import build_scorer, fit_logistic
+from ..training.models import build_scorer
+from ._cv_search import FoldData, build_start, train_from
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
 from ._start_rule import metric_noise, select_over_start
@@ -52,15 +54,6 @@ def epoch_grid(max_epochs: int) -> np.ndarray:
     return np.array(sorted({0, int(max_epochs), *(e for e in EPOCH_GRID if e < max_epochs)}))
 
 
-def _fold_logistic_start(factory, X, y, model_seed):
-    """The logistic start exactly as :func:`train` makes it for a restart seeded ``model_seed``."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(model_seed)
-        model = factory().to(device=X.device, dtype=X.dtype)
-    fit_logistic(model, X, y, alpha=1 / X.shape[0])
-    return model
-
-
 def _evaluate(model, X, y, y_np, in_subset, settings) -> tuple:
     """(exact metric, surrogate loss) of ``model`` on held-out rows (the loss breaks the metric's ties)."""
     with torch.no_grad():
@@ -71,9 +64,9 @@ def _evaluate(model, X, y, y_np, in_subset, settings) -> tuple:
                               threshold_scores=scores[in_subset], form=settings["form"],
                               quantile=settings["quantile"], bandwidth=settings["bandwidth"],
                               surrogate=settings["surrogate"]).loss
-    metric = objective_metric(y_np, scores.double().cpu().numpy(), objective=settings["objective"],
-                              target=settings["target"])
-    return float(metric), float(loss)
+    metric = held_out_metric(y_np == 1, scores.double().cpu().numpy(), get_objective(settings["objective"]).name,
+                             settings["target"])
+    return metric, float(loss)
 
 
 def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, max_epochs, n_restarts, init,
@@ -84,7 +77,9 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     same seeds, so restart ``r`` has the same random start in every fold) and scores the
     model after each epoch count in :func:`epoch_grid` on the held-out fold, with the
     objective's exact metric and the surrogate loss. The logistic start (epoch 0 of a
-    logistic restart) is a candidate; a random start's epoch 0 is not.
+    logistic restart) is a candidate; a random start's epoch 0 is not. Each restart's start is
+    built once per fold (:func:`~._cv_search.build_start`, as :func:`train` makes it) and
+    trained from as it is, so the logistic start is fitted once, not again inside ``train``.
 
     The choice (:func:`select_over_start`): the logistic start :math:`s` stays unless a
     candidate's mean paired held-out gain exceeds ``n_se`` standard errors,
@@ -114,24 +109,23 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     y_np = yt.cpu().numpy()
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
     for k, (fit_rows, held_rows) in enumerate(splitter.split(np.zeros((len(y_np), 1)), y_np)):
-        fit_index = torch.as_tensor(fit_rows, device=Xt.device)
+        fit = FoldData(Xt, yt, fit_rows)
         held_index = torch.as_tensor(held_rows, device=Xt.device)
-        X_fit, y_fit, X_held, y_held = Xt[fit_index], yt[fit_index], Xt[held_index], yt[held_index]
-        held = (X_held, y_held, y_np[held_rows], in_subset[held_index], settings)
-        for r in np.flatnonzero(logistic):  # epoch 0 of a logistic restart: the start as it is
-            start = _fold_logistic_start(factory, X_fit, y_fit, seeds[r][0])
-            metric[k, r, 0], loss[k, r, 0] = _evaluate(start, *held)
+        held = (Xt[held_index], yt[held_index], y_np[held_rows], in_subset[held_index], settings)
+        for r in range(n_restarts):
+            start = build_start(factory, fit, seeds[r][0], logistic[r])
+            if logistic[r]:  # epoch 0 of a logistic restart: the start as it is
+                metric[k, r, 0], loss[k, r, 0] = _evaluate(start, *held)
+
+            def record(info, k=k, r=r, held=held):
+                i = position.get(int(info["epoch"]))
+                if i is not None:
+                    metric[k, r, i], loss[k, r, i] = _evaluate(info["model"], *held)
+
+            train_from(start, fit, settings, max_epochs, seeds[r][1], record)
         if any(logistic):
             first = logistic.index(True)
             noise[k] = metric_noise(settings["objective"], settings["target"], y_np[held_rows], metric[k, first, 0])
-
-        def record(info, k=k, held=held):
-            i = position.get(int(info["epoch"]))
-            if i is not None:
-                metric[k, info["restart"], i], loss[k, info["restart"], i] = _evaluate(info["model"], *held)
-
-        train(factory, X_fit, y_fit, max_epochs=max_epochs, n_restarts=n_restarts, init=init, callback=record,
-              **{**settings, "random_state": seed})
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
     gains = dict(mean_gain=None, gain_se=None, bar=None, noise_floor=None)
     if any(logistic):
@@ -288,7 +282,7 @@ class QuantileFitSteps:
             start, init = factory, "logistic"
         else:
             with torch.random.fork_rng(devices=[]):  # restart r's random start, as in every fold
-                torch.manual_seed(restart_seeds(seed, self.n_restarts)[selection["restart"]][0])
+                seed_torch(restart_seeds(seed, self.n_restarts)[selection["restart"]][0])
                 start = factory()
             init = "model"
         result = train(start, Xt, yt, max_epochs=selection["epochs_"], n_restarts=1, init=init, **settings, **extra)
