@@ -279,7 +279,7 @@ def _penalty_of_rows(scores, row_threshold, penalized, penalize, surrogate, redu
     terms = []
     for threshold in row_threshold.unbind(-1):
         per_row = surrogate(rows + threshold.neg() if penalize == "negatives" else threshold - rows)
-        terms.append(per_row.to(wide).sum())
+        terms.append((per_row if per_row.dtype == wide else per_row.to(wide)).sum())
     total = torch.stack(terms).mean(dim=0)
     if reduction == "mean":
         total = total / max(rows.numel(), 1)
