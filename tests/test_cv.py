@@ -22,14 +22,9 @@ from quantile_surrogate.objectives import objective_metric, predict_scores
 from quantile_surrogate.training import train
 from quantile_surrogate.training.models import build_scorer
 
-EXPECTED_FAILED_CHECKS: dict[str, str] = {
-    "check_sample_weight_equivalence_on_dense_data": (
-        "Weights are frequency weights within a fold, but a row repeated is several rows that the "
-        "shuffled stratified folds put in different folds, and the column standardisation is unweighted; "
-        "test_integer_weights_are_the_rows_repeated_with_the_same_folds checks the equivalence with "
-        "the folds mapped and standardize=False."
-    ),
-}
+# None: check_sample_weight_equivalence_on_dense_data passes since the standardisation is weighted too
+# (the check keeps a row's repetitions in one fold of its own splits; see the folds-mapped test below).
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 SMALL = QuantileClassifier(max_epochs=3, n_restarts=1)  # API checks, not accuracy
 
 
@@ -123,13 +118,15 @@ def _repeat_folds(folds, w):
     return [(np.concatenate([copies[i] for i in a]), np.concatenate([copies[i] for i in b])) for a, b in folds]
 
 
-def test_integer_weights_are_the_rows_repeated_with_the_same_folds():
+@pytest.mark.parametrize("standardize", [False, True])  # True: mean_ and scale_ weighted as the rows repeated
+def test_integer_weights_are_the_rows_repeated_with_the_same_folds(standardize):
     X, y = _data(240, 3)
+    X = X + np.linspace(-2.0, 3.0, X.shape[1])  # off-centre columns: an unweighted standardisation would differ
     w = np.random.default_rng(0).integers(0, 4, len(y))
     w[:2] = 1
     folds = list(StratifiedKFold(3, shuffle=True, random_state=5).split(X, y))
     kw = dict(target=0.9, alphas=(1e-2, 1e-3), bandwidths=(0.1,), hidden_layer_sizes_grid=((), (4,)), random_state=0,
-              estimator=QuantileClassifier(max_epochs=5, n_restarts=2, standardize=False))
+              estimator=QuantileClassifier(max_epochs=5, n_restarts=2, standardize=standardize))
     weighted = QuantileClassifierCV(cv=folds, **kw).fit(X, y, sample_weight=w)
     r = np.repeat(np.arange(len(y)), w)
     repeated = QuantileClassifierCV(cv=_repeat_folds(folds, w), **kw).fit(X[r], y[r])

@@ -8,14 +8,10 @@ from quantile_surrogate import QuantileClassifier
 # classes honour `tags.classifier_tags.multi_class = False` and instead check that fit refuses
 # multi-class y with "Only binary classification is supported." The one skip pytest reports is
 # scikit-learn's own (array API input, only run with SCIPY_ARRAY_API=1).
-EXPECTED_FAILED_CHECKS: dict[str, str] = {
-    "check_sample_weight_equivalence_on_dense_data": (
-        "The loss, its quantile threshold, the training and threshold_ are weighted as repeated rows "
-        "(tests/test_weights.py checks that with standardize=False and no held-out selection), but the "
-        "column standardisation and the small-data cross-fitting folds / validation split are unweighted, "
-        "so the fitted model differs from the one on repeated rows."
-    ),
-}
+# None left. check_sample_weight_equivalence_on_dense_data passes: the loss, its threshold, the logistic
+# start, the standardisation and threshold_ are all weighted as repeated rows, and the check's 15 rows are
+# below the K-fold selection's size (its folds, like a validation split, are drawn unweighted).
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
 def expected_failed_checks(estimator):

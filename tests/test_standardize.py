@@ -70,3 +70,31 @@ def test_one_huge_cell_does_not_remove_its_feature():
         clf = QuantileClassifier(target=0.9, max_epochs=30, n_restarts=1, random_state=0).fit(X, y)
     weight = clf.model_.weight.detach().numpy().ravel()
     assert abs(weight[1]) > 0.1 * np.abs(weight).max(), weight  # used to be exactly 0
+
+
+def test_integer_weights_standardise_as_the_rows_repeated_and_zero_weight_drops_a_row():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 4)) * [1.0, 10.0, 1e-3, 1e200]  # one column near the float range's top
+    weight = rng.integers(0, 4, 40).astype(float)
+    weight[0] = 0.0
+    X[0] = 1e300  # a row without weight: it must set neither the mean, the spread nor the overflow guard
+    mean, scale = standardizer(X, chunk_rows=7, sample_weight=weight)
+    repeated = np.repeat(X, weight.astype(int), axis=0)
+    ref_mean, ref_scale = standardizer(repeated)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(scale, ref_scale, rtol=1e-12)
+    exact_mean, exact_scale = _reference(repeated)
+    np.testing.assert_allclose(mean, exact_mean, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(scale, exact_scale, rtol=1e-12)
+
+
+def test_the_estimator_standardises_with_the_weights():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((200, 3)) + [0.0, 5.0, -2.0]
+    y = (X[:, 0] + rng.standard_normal(200) > 0.5).astype(int)
+    weight = np.where(y == 0, 5.0, 1.0)  # negatives downsampled five to one, weighted back
+    clf = QuantileClassifier(target=0.8, max_epochs=2, n_restarts=1, random_state=0).fit(X, y, sample_weight=weight)
+    mean, scale = standardizer(X, sample_weight=weight)
+    np.testing.assert_array_equal(clf.mean_, mean)
+    np.testing.assert_array_equal(clf.scale_, scale)
+    assert not np.allclose(clf.mean_, X.mean(axis=0))  # the unweighted moments differ: the test can fail

@@ -218,14 +218,15 @@ class QuantileFitSteps:
             return None
         return int(self.selection_folds)
 
-    def _working_tensor(self, X, order):
+    def _working_tensor(self, X, order, sample_weight=None):
         """The one working copy of the data: rows in ``order``, standardised, float64 (float32 on a GPU), as torch.
 
         Ordering the rows as (fit rows, validation rows) makes both parts views of one array,
-        so a validation split costs no second copy of X.
+        so a validation split costs no second copy of X. ``sample_weight`` (in the rows' original
+        order) weights the standardisation's mean and spread.
         """
         if self.standardize:
-            self.mean_, self.scale_ = standardizer(X)
+            self.mean_, self.scale_ = standardizer(X, sample_weight=sample_weight)
         else:
             self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         work = np.empty(X.shape, dtype=np.float64)

@@ -34,23 +34,36 @@ def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
     return np.ldexp(1.0, -exponent.astype(np.int64))
 
 
-def standardizer(X: np.ndarray, chunk_rows: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+def standardizer(X: np.ndarray, chunk_rows: int = 65536, sample_weight: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """``(mean_, scale_)`` of every column of ``X`` (n, d), computed without overflow; ``scale_ = 1`` for a constant column.
 
-    Computed in row chunks so that no full-size temporary is made (two passes over ``X``).
+    Computed in row chunks so that no full-size temporary is made (two passes over ``X``). With
+    ``sample_weight`` (frequency weights ``w_i >= 0``, not all 0) the moments are weighted,
+    ``mean_j = sum_i w_i x_ij / W`` and ``scale_j^2 = sum_i w_i (x_ij - mean_j)^2 / W`` with
+    ``W = sum_i w_i``: an integer weight counts a row that many times and a zero weight drops it, so
+    the data are standardised as the population the weights describe (a sample with its negatives
+    downsampled and weighted back is standardised as the full data would be).
     """
     X = np.asarray(X)
     n, d = X.shape
-    p = _power_of_two_scale(X)
+    weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    rows = X if weight is None else X[weight > 0]  # rows without weight do not set the power-of-two step
+    p = _power_of_two_scale(rows)
+    mass = float(max(n, 1)) if weight is None else float(weight.sum())  # check_sample_weight: a positive sum
     total = np.zeros(d)
     for start in range(0, n, chunk_rows):
-        total += (X[start:start + chunk_rows] * p).sum(axis=0, dtype=np.float64)
-    mean_scaled = total / max(n, 1)
+        part = X[start:start + chunk_rows] * p
+        total += part.sum(axis=0, dtype=np.float64) if weight is None else weight[start:start + chunk_rows] @ part
+    mean_scaled = total / mass
     squares = np.zeros(d)
     for start in range(0, n, chunk_rows):
         centred = X[start:start + chunk_rows] * p - mean_scaled
-        squares += np.einsum("ij,ij->j", centred, centred)
-    std_scaled = np.sqrt(squares / max(n, 1))
+        if weight is None:
+            squares += np.einsum("ij,ij->j", centred, centred)
+        else:
+            squares += np.einsum("i,ij,ij->j", weight[start:start + chunk_rows], centred, centred)
+    std_scaled = np.sqrt(squares / mass)
     with np.errstate(over="ignore"):
         mean, scale = mean_scaled / p, std_scaled / p
     bad = ~np.isfinite(scale) | ~np.isfinite(mean)

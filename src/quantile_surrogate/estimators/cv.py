@@ -279,7 +279,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         base = self._template(seed)
         folds = self._folds(X, y01, codes, groups, seed)
-        Xt = base._working_tensor(X, None)  # standardised once with every row's statistics
+        Xt = base._working_tensor(X, None, weight)  # standardised once with every row's (weighted) statistics
         yt = torch.as_tensor(y01, device=Xt.device)
         in_subset = base._objective_spec().subset_mask(yt == 1)
         families = grid["hidden_layer_sizes"]

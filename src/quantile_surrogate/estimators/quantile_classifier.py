@@ -154,7 +154,8 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         The trained scoring function; it takes standardised features ``(x - mean_) / scale_``.
     mean_, scale_ : ndarray of shape (n_features,)
         The standardisation learned in ``fit`` (zeros and ones with ``standardize=False``),
-        computed without overflow (a cell of 1e308 does not zero its column).
+        computed without overflow (a cell of 1e308 does not zero its column), weighted by
+        ``sample_weight`` when given.
     loss_curve_ : list of float
         Mean training loss per epoch of the selected restart.
     validation_curve_ : list of float or None
@@ -318,9 +319,10 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
             Every group needs a row of A.
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Frequency weights >= 0, passed to :func:`~quantile_surrogate.training.train`
-            (weighted loss, quantile threshold and logistic start) and to ``threshold_`` (the
-            weighted empirical quantile); an integer weight equals repeating the row. The
-            held-out selection metrics (validation split, cross-fitting folds) are unweighted.
+            (weighted loss, quantile threshold and logistic start), to the standardisation
+            (weighted ``mean_`` and ``scale_``) and to ``threshold_`` (the weighted empirical
+            quantile); an integer weight equals repeating the row. The held-out selection
+            metrics (validation split, cross-fitting folds) are unweighted.
 
         Returns
         -------
@@ -347,11 +349,12 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         seed = self._draw_seed()
         fit_rows, val_rows = self._split(y01, seed, codes)
         order = None if val_rows is None else np.concatenate([fit_rows, val_rows])
+        weight_as_given = weight
         if order is not None:
             y01 = y01[order]
             codes = None if codes is None else codes[order]
             weight = None if weight is None else weight[order]
-        Xt = self._working_tensor(X, order)
+        Xt = self._working_tensor(X, order, weight_as_given)
         del X
         yt = torch.as_tensor(y01, device=Xt.device)
         gt = None if codes is None else torch.as_tensor(codes, device=Xt.device)
