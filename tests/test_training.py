@@ -262,6 +262,14 @@ def test_bad_arguments_name_themselves(kwargs, name):
         train(linear(), X, y, **kwargs)
 
 
+@pytest.mark.parametrize("label", [0, 1])
+def test_a_validation_set_of_one_class_is_refused_before_training(label):
+    # Its metric is 0/0 at every epoch; it used to surface as "training diverged" after the first one.
+    X, y = blobs(n=40)
+    with pytest.raises(ValueError, match=r"`validation\[1\]` holds one class only"):
+        train(linear(), X, y, validation=(X[:10], torch.full((10,), label)), max_epochs=2, random_state=0)
+
+
 @pytest.mark.parametrize("kwargs,name", [
     (dict(batch_size=1.5), "batch_size"), (dict(max_epochs=True), "max_epochs"), (dict(n_restarts="2"), "n_restarts"),
     (dict(learning_rate="0.1"), "learning_rate"), (dict(momentum=None), "momentum"), (dict(tol=[1]), "tol"),

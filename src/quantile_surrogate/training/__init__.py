@@ -358,5 +358,10 @@ def _validation_data(validation, grouped: bool, objective: str) -> TrainingData:
             "; with `groups`, (X_val, y_val, groups_val)." if grouped else
             "; pass validation groups only together with `groups=`."))
     groups = validation[2] if grouped else None
-    return _training_data(validation[0], validation[1], groups, objective,
+    data = _training_data(validation[0], validation[1], groups, objective,
                           ("validation[0]", "validation[1]", "validation[2]"), require_subset=False)
+    if bool(data.labels.all()) or not bool(data.labels.any()):  # the metric would be 0/0 at every epoch
+        raise ValueError(f"`validation[1]` holds one class only ({int(data.labels[0])}); the validation metric "
+                         f"of {objective!r} needs positive and negative rows. Split the data stratified "
+                         "(e.g. sklearn.model_selection.train_test_split(..., stratify=y)).")
+    return data
