@@ -348,3 +348,23 @@ def test_objective_loss_matches_the_named_losses():
     from quantile_surrogate.losses import recall_at_fpr_loss
 
     assert torch.equal(out.loss, recall_at_fpr_loss(scores, y, fpr=0.1, quantile="point"))
+
+
+@pytest.mark.parametrize("objective, form", [("precision_at_recall", "fp"), ("precision_at_rate", "fp"),
+                                             ("precision_at_rate", "tp"), ("recall_at_fpr", "fp")])
+@pytest.mark.parametrize("quantile", ["kernel", "point", "lower_mean"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_full_batch_loss_with_fixed_labels_is_objective_loss_bit_for_bit(objective, form, quantile, dtype):
+    from quantile_surrogate.losses.general import _FixedLabelsLoss
+    from quantile_surrogate.objectives import get_objective, objective_loss
+
+    g = torch.Generator().manual_seed(1)
+    scores = torch.randn(3000, dtype=dtype, generator=g).round(decimals=1).requires_grad_()  # ties
+    labels = (torch.rand(3000, generator=g) < 0.2).long()
+    spec = get_objective(objective)
+    fixed = _FixedLabelsLoss(labels, dtype, rate=0.1, subset=spec.subset, penalize=spec.penalized[form],
+                             quantile=quantile, bandwidth=0.05, surrogate="logistic")
+    a = fixed(scores)
+    b = objective_loss(scores, labels, objective=objective, target=0.1, form=form, quantile=quantile, bandwidth=0.05)
+    assert torch.equal(a.loss, b.loss) and torch.equal(a.threshold, b.threshold)
+    assert torch.equal(torch.autograd.grad(a.loss, scores)[0], torch.autograd.grad(b.loss, scores)[0])

@@ -254,3 +254,30 @@ def rate_constrained_loss(
     else:
         loss = penalty(scores, row_threshold, penalized, penalize, SURROGATES[surrogate], reduction, weight)
     return QuantileLossOutput(loss, threshold) if return_threshold else loss
+
+
+class _FixedLabelsLoss:
+    """:func:`rate_constrained_loss` for many calls on one set of rows: the label work done once.
+
+    Full-batch training calls the loss on the same labels every epoch; the float targets, the
+    mask of ``A`` and the 0/1 weights of the penalised rows are computed here once, and a call
+    runs only the threshold and the penalty, the same functions in the same order as
+    :func:`rate_constrained_loss` (so the same values and gradients, bit for bit; tested). No
+    argument checks (the caller checked its data); one rate, no groups, no row weights,
+    ``reduction="mean"``, ``empty_subset="zero"``.
+    """
+
+    def __init__(self, labels, dtype, *, rate, subset, penalize, quantile, bandwidth, surrogate):
+        targets = labels.to(torch.promote_types(dtype, torch.float32))
+        self.subset = subset_rows(subset, targets)
+        self.penalize = penalize
+        self.penalized = penalized_rows(targets, penalize, True)
+        self.rates = (float(rate),)
+        self.settings = (quantile, bandwidth, "zero")
+        self.surrogate = _SURROGATES[surrogate]
+
+    def __call__(self, scores) -> QuantileLossOutput:
+        threshold, row_threshold, live = thresholds(scores, self.rates, self.subset, None, self.settings)
+        penalized = self.penalized if live is True else self.penalized * live
+        loss = penalty(scores, row_threshold, penalized, self.penalize, self.surrogate, "mean")
+        return QuantileLossOutput(loss, threshold.reshape(()))

@@ -25,6 +25,7 @@ from .sampling import epoch_batches
 from .subset_size import SubsetPlan, subset_plan
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
 from .._held_out_metrics import held_out_metric
+from ..losses.general import _FixedLabelsLoss
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores, training_loss
 
 __all__ = ["TrainingDivergedError", "TrainingLoop", "draw_seed", "restart_seeds"]
@@ -173,13 +174,24 @@ class TrainingLoop:
             return self._full_batch_epoch(model, optimizer)
         return self._minibatch_epoch(model, optimizer, generator)
 
+    @functools.cached_property
+    def fixed_labels_loss(self):
+        """The full-batch loss with the label work done once (no groups), or None (:class:`_FixedLabelsLoss`)."""
+        settings, spec = self.settings, get_objective(self.settings.objective)
+        if self.data.groups is not None:
+            return None
+        penalize = spec.penalized.get(settings.form, next(iter(spec.penalized.values())))
+        return _FixedLabelsLoss(self.data.labels, self.data.dtype, rate=settings.target, subset=spec.subset,
+                                penalize=penalize, **self.settings.loss_settings(with_form=False))
+
     def _full_batch_epoch(self, model, optimizer):
         """Gradient descent: one forward pass, the threshold from all of ``A`` (``A_b = A``)."""
         data = self.data
         optimizer.zero_grad()
         scores = model(data.X).reshape(-1)
-        # A_b = A: the loss takes A's rows from the labels itself, without a gather and its backward.
-        out = self.loss(scores, data.labels, None, data.groups, None)
+        # A_b = A: the loss takes A's rows from the labels, without a gather and its backward.
+        fixed = self.fixed_labels_loss
+        out = fixed(scores) if fixed is not None else self.loss(scores, data.labels, None, data.groups, None)
         out.loss.backward()
         optimizer.step()
         return float(out.loss.detach()), _as_floats(out.threshold)

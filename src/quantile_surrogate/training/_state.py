@@ -52,9 +52,10 @@ class TrainingSettings:
     select: str
     monitor: str
 
-    def loss_settings(self) -> dict:
+    def loss_settings(self, with_form: bool = True) -> dict:
         """The keyword arguments of :func:`~quantile_surrogate.objectives.objective_loss` besides the target."""
-        return dict(form=self.form, quantile=self.quantile, bandwidth=self.bandwidth, surrogate=self.surrogate)
+        settings = dict(quantile=self.quantile, bandwidth=self.bandwidth, surrogate=self.surrogate)
+        return {"form": self.form, **settings} if with_form else settings
 
 
 @dataclass
