@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from quantile_surrogate.metrics import precision_at_recall
 from quantile_surrogate.training import train, training_loss
-from quantile_surrogate.training._loop import restart_seeds
+from quantile_surrogate.training._seeding import restart_seeds
 from quantile_surrogate.training.sampling import SubsetBatchSampler, epoch_batches
 from tests.test_training import blobs, linear, params
 

@@ -82,12 +82,13 @@ def _check_arguments(scores, labels, rate, subset, penalize, threshold_scores, g
     rate = check_target(rate, "rate") if is_scalar(rate) else check_targets(rate, "rate")
     subset_name = subset if threshold_scores is None and isinstance(subset, str) else None
     options = (penalize, subset_name, return_threshold, *settings.values())
-    try:  # a tensor bandwidth is checked every time (it could change in place)
-        if type(settings["bandwidth"]) is not float:
-            raise TypeError
-        bandwidth = _checked_options(*options)
-    except TypeError:  # also an unhashable option; a TypeError of a check is raised again here
-        bandwidth = _checked_options.__wrapped__(*options)
+    cacheable = type(settings["bandwidth"]) is float  # a tensor bandwidth could change in place: checked every time
+    if cacheable:
+        try:
+            hash(options)
+        except TypeError:  # an unhashable option (a list, say): checked every time, and its check names it
+            cacheable = False
+    bandwidth = (_checked_options if cacheable else _checked_options.__wrapped__)(*options)
     if threshold_scores is not None:
         if not isinstance(threshold_scores, torch.Tensor) or threshold_scores.numel():
             check_scores(threshold_scores, "threshold_scores")

@@ -21,7 +21,7 @@ import torch
 from .._held_out_metrics import held_out_metric
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 from ..training import train
-from ..training._loop import restart_seeds, seed_torch
+from ..training._seeding import restart_seeds, seed_torch
 from ..training.models import fit_logistic
 from ._start_rule import metric_noise, select_over_start
 

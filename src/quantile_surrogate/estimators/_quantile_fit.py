@@ -21,7 +21,7 @@ from sklearn.utils import check_random_state
 from .._held_out_metrics import held_out_metric
 from ..objectives import get_objective, objective_loss, predict_scores
 from ..training import TrainingDivergedError, train
-from ..training._loop import restart_seeds, seed_torch
+from ..training._seeding import restart_seeds, seed_torch
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
 from ._cv_search import FoldData, build_start, train_from

@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._validation import check_sample_weight
 from ..objectives import OBJECTIVES, predict_scores
-from ..training._loop import restart_seeds
+from ..training._seeding import restart_seeds
 from ._cv_search import FoldData, build_start, family_fold, logistic_restarts, select_by_family, train_from
 from ._groups import split_strata
 from ._quantile_fit import epoch_grid
