@@ -262,12 +262,12 @@ def test_bad_arguments_name_themselves(kwargs, name):
         train(linear(), X, y, **kwargs)
 
 
-@pytest.mark.parametrize("label", [0, 1])
-def test_a_validation_set_of_one_class_is_refused_before_training(label):
+@pytest.mark.parametrize("rows, label, held", [(10, 0, "one class only"), (10, 1, "one class only"), (0, 0, "no rows")])
+def test_a_validation_set_of_one_class_is_refused_before_training(rows, label, held):
     # Its metric is 0/0 at every epoch; it used to surface as "training diverged" after the first one.
     X, y = blobs(n=40)
-    with pytest.raises(ValueError, match=r"`validation\[1\]` holds one class only"):
-        train(linear(), X, y, validation=(X[:10], torch.full((10,), label)), max_epochs=2, random_state=0)
+    with pytest.raises(ValueError, match=rf"`validation\[1\]` holds {held}"):
+        train(linear(), X, y, validation=(X[:rows], torch.full((rows,), label)), max_epochs=2, random_state=0)
 
 
 @pytest.mark.parametrize("kwargs,name", [

@@ -361,7 +361,8 @@ def _validation_data(validation, grouped: bool, objective: str) -> TrainingData:
     data = _training_data(validation[0], validation[1], groups, objective,
                           ("validation[0]", "validation[1]", "validation[2]"), require_subset=False)
     if bool(data.labels.all()) or not bool(data.labels.any()):  # the metric would be 0/0 at every epoch
-        raise ValueError(f"`validation[1]` holds one class only ({int(data.labels[0])}); the validation metric "
-                         f"of {objective!r} needs positive and negative rows. Split the data stratified "
+        held = f"one class only ({int(data.labels[0])})" if data.labels.numel() else "no rows"
+        raise ValueError(f"`validation[1]` holds {held}; the validation metric of {objective!r} needs positive "
+                         "and negative rows. Split the data stratified "
                          "(e.g. sklearn.model_selection.train_test_split(..., stratify=y)).")
     return data
