@@ -99,6 +99,17 @@ def test_metric_noise_is_the_binomial_standard_error_over_the_metric_rows(object
     assert metric_noise(objective, target, y, 0.6) == pytest.approx(np.sqrt(0.6 * 0.4 / expected_rows))
 
 
+@pytest.mark.parametrize("objective, target", [("precision_at_rate", 0.05), ("precision_at_recall", 0.9),
+                                               ("recall_at_fpr", 0.05)])
+def test_metric_noise_counts_integer_weights_as_repeated_rows(objective, target):
+    rng = np.random.default_rng(1)
+    y = np.r_[np.ones(30), np.zeros(230)]
+    w = rng.integers(0, 4, y.size)
+    weighted = metric_noise(objective, target, y, 0.6, sample_weight=w)
+    assert weighted == pytest.approx(metric_noise(objective, target, np.repeat(y, w), 0.6), rel=1e-12)
+    assert weighted != pytest.approx(metric_noise(objective, target, y, 0.6))  # the weights matter here
+
+
 def test_metric_noise_matches_a_simulated_precision_at_rate():
     # The precision of the top K rows when each is positive with probability p: Binomial(K, p) / K.
     rng = np.random.default_rng(0)

@@ -140,7 +140,7 @@ def rank_candidates(mean_metric, mean_loss, is_start) -> np.ndarray:
                        -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
 
 
-def select_entries(metric, loss, is_start, reference, held_labels, objective, target, n_se) -> tuple:
+def select_entries(metric, loss, is_start, reference, held_labels, objective, target, n_se, held_weights=None) -> tuple:
     """The chosen (candidate, restart, epoch) and each candidate's own entry, by the start rule.
 
     ``metric`` and ``loss`` have the shape (candidates, folds, restarts, epochs), ``is_start``
@@ -172,7 +172,8 @@ def select_entries(metric, loss, is_start, reference, held_labels, objective, ta
             entries.setdefault(int(flat // per), np.unravel_index(flat % per, mean_metric.shape[1:]))
         entries = [tuple(int(i) for i in entries[c]) for c in range(metric.shape[0])]
         return int(order[0] // per), entries, None
-    noise = np.array([metric_noise(objective, target, labels, metric[reference[0], k, reference[1], 0])
+    weights = held_weights if held_weights is not None else [None] * len(held_labels)
+    noise = np.array([metric_noise(objective, target, labels, metric[reference[0], k, reference[1], 0], weights[k])
                       for k, labels in enumerate(held_labels)])
     folds_first = np.moveaxis(metric, 1, 0)
     _, record = select_over_start(folds_first, np.moveaxis(loss, 1, 0), reference, noise, n_se)
@@ -186,7 +187,8 @@ def select_entries(metric, loss, is_start, reference, held_labels, objective, ta
     return int(chosen), entries, dict(record, noise=noise)
 
 
-def select_by_family(metric, loss, is_start, families, held_labels, objective, target, n_se) -> tuple:
+def select_by_family(metric, loss, is_start, families, held_labels, objective, target, n_se, held_weights=None
+                     ) -> tuple:
     """The start rule inside each model family, then the family whose choice has the higher mean.
 
     ``families`` lists the candidate indices of each family (linear first). Family ``f``'s
@@ -204,7 +206,7 @@ def select_by_family(metric, loss, is_start, families, held_labels, objective, t
         metric of each family's entry); None without a logistic restart.
     """
     if not is_start.any():
-        return select_entries(metric, loss, is_start, None, held_labels, objective, target, n_se)
+        return select_entries(metric, loss, is_start, None, held_labels, objective, target, n_se, held_weights)
     first = int(np.flatnonzero(is_start[:, 0])[0])
     entries, chosen, best, record = [None] * metric.shape[0], None, -np.inf, {}
     keys = ("mean_gain", "gain_se", "bar", "eligible")
@@ -213,7 +215,8 @@ def select_by_family(metric, loss, is_start, families, held_labels, objective, t
         own = np.full_like(metric, np.nan)
         own[members] = metric[members]  # the other families' entries do not exist here
         reference = (members[0], first, 0)
-        c, found, part = select_entries(own, loss, is_start, reference, held_labels, objective, target, n_se)
+        c, found, part = select_entries(own, loss, is_start, reference, held_labels, objective, target, n_se,
+                                        held_weights)
         for m in members:
             entries[m] = found[m]
         for key in keys:

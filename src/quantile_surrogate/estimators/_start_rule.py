@@ -15,14 +15,16 @@ from ..thresholds import allowed_count
 __all__ = ["metric_noise", "select_over_start"]
 
 
-def metric_noise(objective: str, target: float, y_held, metric) -> float:
+def metric_noise(objective: str, target: float, y_held, metric, sample_weight=None) -> float:
     r"""The binomial standard error of a held-out metric: :math:`\sqrt{p (1 - p) / n}`.
 
     The exact metric is a proportion over ``n`` held-out rows: the predicted positives for a
     precision (``ceil(c n_held)`` rows at a rate ``c``; ``ceil(c P) / p`` at a recall ``c``,
     with ``P`` the held-out positives and ``p`` the precision), the positives for a recall
     (``recall_at_fpr``). ``p`` is clipped to ``[1/(2n), 1 - 1/(2n)]`` so that a held-out value
-    of exactly 0 or 1 still has a noise of about one row.
+    of exactly 0 or 1 still has a noise of about one row. With ``sample_weight`` (frequency
+    weights, as everywhere in this package) the counts are sums of weights, so an integer
+    weight counts its row that many times here too.
 
     Parameters
     ----------
@@ -34,6 +36,8 @@ def metric_noise(objective: str, target: float, y_held, metric) -> float:
         The held-out labels (0/1).
     metric : float
         The held-out metric ``p`` of the model whose noise this is.
+    sample_weight : array-like of shape (n_held,), optional
+        The held-out rows' frequency weights.
 
     Returns
     -------
@@ -48,13 +52,17 @@ def metric_noise(objective: str, target: float, y_held, metric) -> float:
     """
     spec = get_objective(objective)
     y_held = np.asarray(y_held)
-    positives = int((y_held == 1).sum())
+    if sample_weight is None:
+        positives, total = int((y_held == 1).sum()), len(y_held)
+    else:
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        positives, total = float(weight[y_held == 1].sum()), float(weight.sum())
     if spec.subset == "negatives":  # the metric is a recall over the positives
         n = float(positives)
     elif spec.subset == "all":  # the precision of the top ceil(c n) rows
-        n = float(allowed_count(spec, len(y_held), target))
+        n = float(allowed_count(spec, total, target))
     else:  # ceil(c P) true positives among ceil(c P) / precision predicted positives
-        n = allowed_count(spec, positives, target) / max(float(metric), 1.0 / max(len(y_held), 1))
+        n = allowed_count(spec, positives, target) / max(float(metric), 1.0 / max(total, 1))
     if n <= 0:
         return 0.0
     p = min(max(float(metric), 0.5 / n), 1.0 - 0.5 / n)

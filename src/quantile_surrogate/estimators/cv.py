@@ -61,8 +61,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
 
        with :math:`z` = ``selection_se``, :math:`p_k` the reference's metric on fold :math:`k` and
        :math:`n_k` the held-out rows that metric is a proportion of (the binomial noise of
-       :func:`~quantile_surrogate.estimators._start_rule.metric_noise`, counted on the fold's
-       rows unweighted). The family's entry :math:`x_f` is the passing entry with the largest
+       :func:`~quantile_surrogate.estimators._start_rule.metric_noise`, its counts sums of
+       ``sample_weight`` when given). The family's entry :math:`x_f` is the passing entry with the largest
        mean metric, ties lexicographically by
        :math:`\big(\tfrac1K \sum_k m_k(x),\ [e = 0],\ -c,\ -\tfrac1K \sum_k L_k(x)\big)` (a
        logistic start as it is, then the earlier candidate, so the first ``alpha``, then the
@@ -302,7 +302,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
                          for k in range(shape[1])], axis=1)
         seconds = np.stack([np.concatenate([tasks[f * len(folds) + k][2] for f in range(shape[0])])
                             for k in range(shape[1])], axis=1)
-        chosen = self._record(candidates, metric, loss, seconds, epochs, base, [held.y_np for _, held in sides])
+        chosen = self._record(candidates, metric, loss, seconds, epochs, base, [held.y_np for _, held in sides],
+                              [held.weight_np for _, held in sides])
         self._refit(base, X, y, weight, groups, codes, Xt, yt, candidates[chosen], seed, len(y01))
         return self
 
@@ -313,7 +314,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         settings["progress"] = False
         return settings
 
-    def _record(self, candidates, metric, loss, seconds, epochs, base, held_labels):
+    def _record(self, candidates, metric, loss, seconds, epochs, base, held_labels, held_weights):
         """``cv_results_``, ``selection_`` and the choice (:func:`._cv_search.select_by_family`); returns its index."""
         logistic = logistic_restarts(base.init, base.n_restarts)
         is_start = np.zeros(metric.shape[2:])
@@ -321,7 +322,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         sizes = [c["hidden_layer_sizes"] for c in candidates]
         families = [[c for c, h in enumerate(sizes) if h == family] for family in dict.fromkeys(sizes)]
         chosen, best, record = select_by_family(metric, loss, is_start, families, held_labels, self.objective,
-                                                base._target(), self.selection_se)
+                                                base._target(), self.selection_se, held_weights)
         n = len(candidates)
         splits = np.array([metric[c, :, r, e] for c, (r, e) in enumerate(best)])
         means = splits.mean(axis=1)
