@@ -167,3 +167,30 @@ def test_validation_split_keeps_the_start_unless_the_gain_is_real():
     assert left.selection_["validation_gain"] > 2 * left.selection_["noise_floor"]
     off = QuantileClassifier(target=0.9, max_epochs=20, n_restarts=1, selection_se=0.0, random_state=0).fit(X, y)
     assert off.selection_ is None  # selection_se=0: the validation split alone decides, as before
+
+
+def test_kfold_selection_trains_and_scores_each_fold_with_the_weights():
+    # Fold 0's logistic start, fitted on that fold's weighted rows and scored with the held-out weights,
+    # rebuilt here from fit_logistic and the weighted metric: the selection's epoch-0 entry must equal it.
+    from sklearn.model_selection import StratifiedKFold
+
+    from quantile_surrogate.objectives import objective_metric, predict_scores
+    from quantile_surrogate.training._seeding import restart_seeds, seed_torch
+    from quantile_surrogate.training.models import fit_logistic, linear_scorer
+
+    X, y = shifted_gaussians(600, 3)
+    w = np.random.default_rng(0).integers(1, 5, len(y)).astype(float)
+    settings = dict(objective="precision_at_rate", target=0.1, max_epochs=5, n_restarts=1, random_state=0)
+    clf = QuantileClassifier(**settings).fit(X, y, sample_weight=w)
+    plain = QuantileClassifier(**settings).fit(X, y)
+    Xt = torch.as_tensor((X - clf.mean_) / clf.scale_)
+    fit_rows, held_rows = next(StratifiedKFold(3, shuffle=True, random_state=0).split(np.zeros((len(y), 1)), y))
+    seed_torch(restart_seeds(0, 1)[0][0])
+    start = linear_scorer(X.shape[1]).double()
+    weight = torch.as_tensor(w[fit_rows])
+    fit_logistic(start, Xt[fit_rows], torch.as_tensor(y[fit_rows]), alpha=1 / float(weight.sum()), sample_weight=weight)
+    scores = predict_scores(start, Xt[held_rows]).numpy()
+    expected = objective_metric(y[held_rows], scores, objective="precision_at_rate", target=0.1,
+                                sample_weight=w[held_rows])
+    assert clf.selection_["fold_metric"][0, 0, 0] == pytest.approx(expected, abs=1e-12)
+    assert clf.selection_["fold_metric"][0, 0, 0] != plain.selection_["fold_metric"][0, 0, 0]  # weights matter

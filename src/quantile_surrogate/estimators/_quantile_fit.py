@@ -18,13 +18,11 @@ import torch
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 
-from .._held_out_metrics import held_out_metric
-from ..objectives import get_objective, objective_loss, predict_scores
 from ..training import TrainingDivergedError, train
 from ..training._seeding import restart_seeds, seed_torch
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ._cv_search import FoldData, build_start, train_from
+from ._cv_search import FoldData, build_start, held_out_value, train_from
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
 from ._start_rule import metric_noise, select_over_start
@@ -54,23 +52,8 @@ def epoch_grid(max_epochs: int) -> np.ndarray:
     return np.array(sorted({0, int(max_epochs), *(e for e in EPOCH_GRID if e < max_epochs)}))
 
 
-def _evaluate(model, X, y, y_np, in_subset, settings) -> tuple:
-    """(exact metric, surrogate loss) of ``model`` on held-out rows (the loss breaks the metric's ties)."""
-    with torch.no_grad():
-        scores = predict_scores(model, X)
-        if not bool(torch.isfinite(scores).all()):
-            return -np.inf, np.inf
-        loss = objective_loss(scores, y, objective=settings["objective"], target=settings["target"],
-                              threshold_scores=scores[in_subset], form=settings["form"],
-                              quantile=settings["quantile"], bandwidth=settings["bandwidth"],
-                              surrogate=settings["surrogate"]).loss
-    metric = held_out_metric(y_np == 1, scores.double().cpu().numpy(), get_objective(settings["objective"]).name,
-                             settings["target"])
-    return metric, float(loss)
-
-
 def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, max_epochs, n_restarts, init,
-                        n_se=2.0) -> dict:
+                        n_se=2.0, sample_weight=None) -> dict:
     r"""Held-out value of every (restart, epoch count) candidate by stratified K-fold cross-fitting.
 
     Each fold trains all ``n_restarts`` restarts for ``max_epochs`` on the other folds (the
@@ -80,6 +63,9 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     logistic restart) is a candidate; a random start's epoch 0 is not. Each restart's start is
     built once per fold (:func:`~._cv_search.build_start`, as :func:`train` makes it) and
     trained from as it is, so the logistic start is fitted once, not again inside ``train``.
+    With ``sample_weight`` (frequency weights, NumPy, one per row of ``Xt``) the folds' training,
+    their held-out metric and loss (:func:`~._cv_search.held_out_value`) and the noise floor are
+    weighted; the folds themselves are drawn by row, stratified by class.
 
     The choice (:func:`select_over_start`): the logistic start :math:`s` stays unless a
     candidate's mean paired held-out gain exceeds ``n_se`` standard errors,
@@ -109,23 +95,23 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     y_np = yt.cpu().numpy()
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
     for k, (fit_rows, held_rows) in enumerate(splitter.split(np.zeros((len(y_np), 1)), y_np)):
-        fit = FoldData(Xt, yt, fit_rows)
-        held_index = torch.as_tensor(held_rows, device=Xt.device)
-        held = (Xt[held_index], yt[held_index], y_np[held_rows], in_subset[held_index], settings)
+        fit = FoldData(Xt, yt, fit_rows, sample_weight)
+        held = FoldData(Xt, yt, held_rows, sample_weight, in_subset=in_subset)
         for r in range(n_restarts):
             start = build_start(factory, fit, seeds[r][0], logistic[r])
             if logistic[r]:  # epoch 0 of a logistic restart: the start as it is
-                metric[k, r, 0], loss[k, r, 0] = _evaluate(start, *held)
+                metric[k, r, 0], loss[k, r, 0] = held_out_value(start, held, settings)
 
             def record(info, k=k, r=r, held=held):
                 i = position.get(int(info["epoch"]))
                 if i is not None:
-                    metric[k, r, i], loss[k, r, i] = _evaluate(info["model"], *held)
+                    metric[k, r, i], loss[k, r, i] = held_out_value(info["model"], held, settings)
 
             train_from(start, fit, settings, max_epochs, seeds[r][1], record)
         if any(logistic):
             first = logistic.index(True)
-            noise[k] = metric_noise(settings["objective"], settings["target"], y_np[held_rows], metric[k, first, 0])
+            noise[k] = metric_noise(settings["objective"], settings["target"], held.y_np, metric[k, first, 0],
+                                    held.weight_np)
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
     gains = dict(mean_gain=None, gain_se=None, bar=None, noise_floor=None)
     if any(logistic):
@@ -278,7 +264,7 @@ class QuantileFitSteps:
         fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
         selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
                                         max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
-                                        n_se=self.selection_se)
+                                        n_se=self.selection_se, sample_weight=extra.get("sample_weight"))
         if selection["start"] == "logistic":
             start, init = factory, "logistic"
         else:
@@ -306,11 +292,10 @@ class QuantileFitSteps:
         extra = {} if weight is None else {"sample_weight": weight[:n_fit]}
         start = train(factory, Xt[:n_fit], yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
                       **settings, **extra)
-        X_val, y_val = Xt[n_fit:], yt[n_fit:]
-        held = (X_val, y_val, y_val.cpu().numpy(), self._objective_spec().subset_mask(y_val == 1), settings)
-        chosen, _ = _evaluate(result.model, *held)
-        reference, _ = _evaluate(start.model, *held)
-        noise = metric_noise(self.objective, self._target(), held[2], reference)
+        held = FoldData(Xt, yt, np.arange(n_fit, len(yt)), in_subset=self._objective_spec().subset_mask(yt == 1))
+        chosen, _ = held_out_value(result.model, held, settings)
+        reference, _ = held_out_value(start.model, held, settings)
+        noise = metric_noise(self.objective, self._target(), held.y_np, reference)
         kept = not chosen - reference > self.selection_se * noise
         self.selection_ = dict(validation_gain=chosen - reference, noise_floor=noise, start_kept=kept)
         if not kept:

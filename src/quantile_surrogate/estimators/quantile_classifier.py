@@ -321,8 +321,10 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
             Frequency weights >= 0, passed to :func:`~quantile_surrogate.training.train`
             (weighted loss, quantile threshold and logistic start), to the standardisation
             (weighted ``mean_`` and ``scale_``) and to ``threshold_`` (the weighted empirical
-            quantile); an integer weight equals repeating the row. The held-out selection
-            metrics (validation split, cross-fitting folds) are unweighted.
+            quantile); an integer weight equals repeating the row. The K-fold selection on small
+            data trains and scores every fold with the weights (metric, loss and noise floor; the
+            folds are drawn by row); the validation split of larger data is drawn and scored
+            unweighted.
 
         Returns
         -------
