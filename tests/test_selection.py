@@ -194,3 +194,28 @@ def test_kfold_selection_trains_and_scores_each_fold_with_the_weights():
                                 sample_weight=w[held_rows])
     assert clf.selection_["fold_metric"][0, 0, 0] == pytest.approx(expected, abs=1e-12)
     assert clf.selection_["fold_metric"][0, 0, 0] != plain.selection_["fold_metric"][0, 0, 0]  # weights matter
+
+
+def test_validation_split_scores_its_rows_with_their_weights():
+    # early_stopping=True: a validation split whatever the size; epoch 0 of the logistic restart is the
+    # weighted start scored on the validation rows with their weights, rebuilt here by hand.
+    from quantile_surrogate.objectives import objective_metric, predict_scores
+    from quantile_surrogate.training._seeding import restart_seeds, seed_torch
+    from quantile_surrogate.training.models import fit_logistic, linear_scorer
+
+    X, y = shifted_gaussians(800, 4)
+    w = np.random.default_rng(1).integers(1, 5, len(y)).astype(float)
+    params = dict(objective="precision_at_rate", target=0.1, max_epochs=4, n_restarts=1, init="logistic",
+                  early_stopping=True, random_state=0)
+    clf = QuantileClassifier(**params).fit(X, y, sample_weight=w)
+    plain = QuantileClassifier(**params).fit(X, y)
+    fit_rows, val_rows = QuantileClassifier(**params)._split(y, 0)
+    Xt = torch.as_tensor((X - clf.mean_) / clf.scale_)
+    seed_torch(restart_seeds(0, 1)[0][0])
+    start = linear_scorer(X.shape[1]).double()
+    weight = torch.as_tensor(w[fit_rows])
+    fit_logistic(start, Xt[fit_rows], torch.as_tensor(y[fit_rows]), alpha=1 / float(weight.sum()), sample_weight=weight)
+    expected = objective_metric(y[val_rows], predict_scores(start, Xt[val_rows]).numpy(), objective="precision_at_rate",
+                                target=0.1, sample_weight=w[val_rows])
+    assert clf.validation_curve_[0] == pytest.approx(expected, abs=1e-12)
+    assert clf.validation_curve_[0] != plain.validation_curve_[0]  # the weights matter here

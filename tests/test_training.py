@@ -368,3 +368,20 @@ def test_the_full_batch_loss_with_fixed_labels_is_objective_loss_bit_for_bit(obj
     b = objective_loss(scores, labels, objective=objective, target=0.1, form=form, quantile=quantile, bandwidth=0.05)
     assert torch.equal(a.loss, b.loss) and torch.equal(a.threshold, b.threshold)
     assert torch.equal(torch.autograd.grad(a.loss, scores)[0], torch.autograd.grad(b.loss, scores)[0])
+
+
+@pytest.mark.parametrize("objective", ["precision_at_recall", "precision_at_rate"])
+def test_validation_weights_count_as_repeated_validation_rows(objective):
+    X, y = blobs(n=200)
+    Xv, yv = blobs(n=60, seed=5)
+    w = torch.randint(0, 4, (60,), generator=torch.Generator().manual_seed(0))
+    w[:2] = 1
+    rows = torch.repeat_interleave(torch.arange(60), w)
+    common = dict(objective=objective, target=0.2, max_epochs=6, learning_rate=0.1, random_state=0)
+    weighted = train(linear(), X, y, validation=(Xv, yv), validation_weight=w, **common)
+    repeated = train(linear(), X, y, validation=(Xv[rows], yv[rows]), **common)
+    plain = train(linear(), X, y, validation=(Xv, yv), **common)
+    np.testing.assert_allclose(weighted.validation_curve, repeated.validation_curve, rtol=1e-12)
+    assert weighted.validation_curve != plain.validation_curve  # the weights matter here
+    with pytest.raises(ValueError, match="`validation_weight` weights the rows of `validation`"):
+        train(linear(), X, y, validation_weight=w, **common)

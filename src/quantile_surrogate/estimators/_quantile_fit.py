@@ -283,8 +283,8 @@ class QuantileFitSteps:
 
         The rule of :func:`select_over_start` with one fold: the chosen model's validation metric
         must exceed the start's by more than ``selection_se`` times the start's binomial standard
-        error on the validation rows (:func:`metric_noise`); the start is trained on the fit rows as
-        :func:`train` makes restart 0's, with the same weights. Returns the (possibly replaced)
+        error on the validation rows (:func:`metric_noise`), all weighted with ``weight``; the start
+        is trained on the fit rows as :func:`train` makes restart 0's, with the same weights. Returns the (possibly replaced)
         result; ``selection_`` records ``validation_gain``, ``noise_floor`` and ``start_kept``.
         """
         if self.init == "random" or self.selection_se <= 0 or (result.start == "logistic" and result.best_epoch == 0):
@@ -292,10 +292,11 @@ class QuantileFitSteps:
         extra = {} if weight is None else {"sample_weight": weight[:n_fit]}
         start = train(factory, Xt[:n_fit], yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
                       **settings, **extra)
-        held = FoldData(Xt, yt, np.arange(n_fit, len(yt)), in_subset=self._objective_spec().subset_mask(yt == 1))
+        held = FoldData(Xt, yt, np.arange(n_fit, len(yt)), weight,
+                        in_subset=self._objective_spec().subset_mask(yt == 1))
         chosen, _ = held_out_value(result.model, held, settings)
         reference, _ = held_out_value(start.model, held, settings)
-        noise = metric_noise(self.objective, self._target(), held.y_np, reference)
+        noise = metric_noise(self.objective, self._target(), held.y_np, reference, held.weight_np)
         kept = not chosen - reference > self.selection_se * noise
         self.selection_ = dict(validation_gain=chosen - reference, noise_floor=noise, start_kept=kept)
         if not kept:

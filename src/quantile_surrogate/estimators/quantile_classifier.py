@@ -321,10 +321,10 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
             Frequency weights >= 0, passed to :func:`~quantile_surrogate.training.train`
             (weighted loss, quantile threshold and logistic start), to the standardisation
             (weighted ``mean_`` and ``scale_``) and to ``threshold_`` (the weighted empirical
-            quantile); an integer weight equals repeating the row. The K-fold selection on small
-            data trains and scores every fold with the weights (metric, loss and noise floor; the
-            folds are drawn by row); the validation split of larger data is drawn and scored
-            unweighted.
+            quantile); an integer weight equals repeating the row. The held-out selection is
+            weighted too: the K-fold selection on small data trains and scores every fold with the
+            weights, and the validation split of larger data scores its rows with theirs (metric,
+            loss and noise floor); folds and split are drawn by row.
 
         Returns
         -------
@@ -377,6 +377,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
                 validation=validation, select="loss" if validation is None else "validation",
                 checkpoint=self.checkpoint, **settings,
                 **({} if weight is None else {"sample_weight": weight[:n_fit]}),
+                **({} if weight is None or validation is None else {"validation_weight": weight[n_fit:]}),
             )
             self._keep_result(result)
             if validation is not None and gt is None:

@@ -94,6 +94,7 @@ def train(
     sample_weight=None,
     validation: tuple | None = None,
     validation_metric: Callable | None = None,
+    validation_weight=None,
     select: str = "loss",
     monitor: str = "metric",
     random_state: int | None = None,
@@ -168,13 +169,18 @@ def train(
         quantile threshold (the weighted quantile of :mod:`quantile_surrogate._weighted`) and
         the logistic start, so full-batch training on integer weights equals training on the
         rows repeated. Tensor data only (a loader raises ``ValueError``); no checkpoints.
-        The validation rows are not weighted.
+        The validation rows are weighted by ``validation_weight``, not by these.
     validation : (X_val, y_val) or, with ``groups``, (X_val, y_val, groups_val), optional
         Held-out rows on which ``validation_metric(y_val, scores)`` (default: the objective's
         exact metric at ``target``) is measured after every epoch and at the start (epoch 0).
         With groups it is called as ``validation_metric(y_val, scores, groups_val)``, and the
         default is the metric at every group's own constraint threshold
         (:func:`~quantile_surrogate.objectives.objective_metric` with ``groups``).
+    validation_weight : array-like or Tensor of shape (n_val,), optional
+        Frequency weights of the validation rows: the validation metric (the default is then
+        :func:`~quantile_surrogate.objectives.objective_metric` with ``sample_weight``; a
+        ``validation_metric`` is called with ``sample_weight=`` as a keyword) and the validation
+        loss (weighted penalty and threshold) count a row ``w`` times. Needs ``validation``.
     select : {"loss", "validation"}
         How restarts are compared: full-batch training loss (the paper), or the validation
         value below (needs ``validation``).
@@ -294,6 +300,12 @@ def train(
         validation = _validation_data(validation, groups is not None, settings.objective)
     elif select == "validation":
         raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
+    if validation_weight is not None:
+        if validation is None:
+            raise ValueError("`validation_weight` weights the rows of `validation`; pass `validation=` too.")
+        validation_weight = torch.as_tensor(check_sample_weight(validation_weight, validation.n),
+                                            dtype=torch.promote_types(validation.X.dtype, torch.float32),
+                                            device=validation.X.device)
     if sample_weight is not None:
         if checkpoint is not None:
             raise ValueError("`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data "
@@ -301,9 +313,10 @@ def train(
         weight = torch.as_tensor(check_sample_weight(sample_weight, data.n), dtype=torch.float64)
         weight = weight.to(device=data.X.device, dtype=torch.promote_types(data.X.dtype, torch.float32))
         loop = WeightedTrainingLoop(settings, model, data, validation, validation_metric, callback, progress,
-                                    weight=weight)
+                                    weight=weight, validation_weight=validation_weight)
         return loop.run(random_state, checkpoint)
-    loop = loop_class(settings, model, data, validation, validation_metric, callback, progress)
+    loop = loop_class(settings, model, data, validation, validation_metric, callback, progress,
+                      validation_weight=validation_weight)
     return loop.run(random_state, checkpoint)
 
 

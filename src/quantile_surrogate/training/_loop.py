@@ -59,12 +59,13 @@ class TrainingLoop:
     """Algorithm 1 with restarts, early stopping and checkpoints on one data set."""
 
     def __init__(self, settings: TrainingSettings, model, data: TrainingData, validation: TrainingData | None = None,
-                 validation_metric=None, callback=None, progress: bool = False):
+                 validation_metric=None, callback=None, progress: bool = False, *, validation_weight=None):
         self.settings = settings
         self.template = model
         self.data = data
         self.validation = validation
         self.metric = validation_metric or functools.partial(_exact_metric, settings.objective, settings.target)
+        self.validation_weight = validation_weight
         self.callback, self.progress = callback, progress
         self.cuda = data.device.type == "cuda"
 
@@ -117,11 +118,15 @@ class TrainingLoop:
         if not bool(torch.isfinite(scores).all()):
             return [math.nan, math.nan]
         threshold_groups = None if val.groups is None else val.groups[val.in_subset]
-        loss = self.loss(scores, val.labels, scores[val.in_subset], val.groups, threshold_groups).loss
+        weight = self.validation_weight
+        weights = {} if weight is None else dict(weight=weight, threshold_weight=weight[val.in_subset])
+        loss = objective_loss(scores, val.labels, objective=self.settings.objective, target=self.settings.target,
+                              threshold_scores=scores[val.in_subset], groups=val.groups,
+                              threshold_groups=threshold_groups, **weights, **self.settings.loss_settings()).loss
         arguments = (val.labels.cpu().numpy().astype(np.int64), scores.double().cpu().numpy())
         if val.groups is not None:
             arguments += (val.groups.cpu().numpy(),)
-        metric = self.metric(*arguments)
+        metric = self.metric(*arguments, **({} if weight is None else {"sample_weight": weight.cpu().numpy()}))
         if self.settings.monitor == "loss":
             return [-float(loss), float(metric)]
         return [float(metric), -float(loss)]
@@ -387,11 +392,12 @@ class TrainingLoop:
         return run.stopping.stop
 
 
-def _exact_metric(objective, target, y_true, scores, groups=None) -> float:
-    """The objective's exact metric on the validation rows; without groups by one sort (:mod:`.._held_out_metrics`)."""
-    if groups is None:
+def _exact_metric(objective, target, y_true, scores, groups=None, sample_weight=None) -> float:
+    """The objective's exact metric on the validation rows; unweighted without groups by one sort (:mod:`.._held_out_metrics`)."""
+    if groups is None and sample_weight is None:
         return held_out_metric(y_true == 1, scores, get_objective(objective).name, target)
-    return objective_metric(y_true, scores, objective=objective, target=target, groups=groups)
+    return objective_metric(y_true, scores, objective=objective, target=target, groups=groups,
+                            sample_weight=sample_weight)
 
 
 def _as_floats(threshold: torch.Tensor):
