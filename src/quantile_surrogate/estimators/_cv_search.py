@@ -25,8 +25,8 @@ from ..training._seeding import restart_seeds, seed_torch
 from ..training.models import fit_logistic
 from ._start_rule import metric_noise, select_over_start
 
-__all__ = ["FoldData", "build_start", "family_fold", "logistic_restarts", "rank_candidates", "select_by_family",
-           "select_entries"]
+__all__ = ["FoldData", "build_start", "family_fold", "logistic_restarts", "rank_candidates", "scored_run",
+           "select_by_family", "select_entries"]
 
 
 class FoldData:
@@ -96,6 +96,25 @@ def train_from(start, data: FoldData, settings: dict, max_epochs: int, shuffle_s
                  callback=callback, random_state=shuffle_seed, **extra, **settings)
 
 
+def scored_run(start, fit: FoldData, held: FoldData, settings: dict, *, max_epochs, shuffle_seed, position,
+               metric_row, loss_row, score_start: bool):
+    """Train ``start`` on ``fit`` and score it on ``held`` at every epoch count of ``position`` (epoch -> column).
+
+    Fills ``metric_row`` and ``loss_row`` (views of length ``len(position)``) with
+    :func:`held_out_value`; column 0, the start as it is, only with ``score_start`` (a logistic
+    start is a candidate, a random one is not).
+    """
+    if score_start:
+        metric_row[0], loss_row[0] = held_out_value(start, held, settings)
+
+    def record(info):
+        i = position.get(int(info["epoch"]))
+        if i is not None:
+            metric_row[i], loss_row[i] = held_out_value(info["model"], held, settings)
+
+    train_from(start, fit, settings, max_epochs, shuffle_seed, record)
+
+
 def family_fold(factory, candidates, fit: FoldData, held: FoldData, *, grid, seed, n_restarts, init, max_epochs):
     """Held-out (metric, loss) of shape (n_candidates, n_restarts, n_epochs) and seconds per candidate.
 
@@ -113,15 +132,8 @@ def family_fold(factory, candidates, fit: FoldData, held: FoldData, *, grid, see
         clock = time.perf_counter()
         for r in range(n_restarts):
             start = starts[r] if logistic[r] else build_start(factory, fit, seeds[r][0], False)
-            if logistic[r]:  # epoch 0 of a logistic restart, the start as it is, is a candidate
-                metric[c, r, 0], loss[c, r, 0] = held_out_value(start, held, settings)
-
-            def record(info, c=c, r=r, settings=settings):
-                i = position.get(int(info["epoch"]))
-                if i is not None:
-                    metric[c, r, i], loss[c, r, i] = held_out_value(info["model"], held, settings)
-
-            train_from(start, fit, settings, max_epochs, seeds[r][1], record)
+            scored_run(start, fit, held, settings, max_epochs=max_epochs, shuffle_seed=seeds[r][1], position=position,
+                       metric_row=metric[c, r], loss_row=loss[c, r], score_start=logistic[r])
         seconds[c] = time.perf_counter() - clock
     return metric, loss, seconds
 

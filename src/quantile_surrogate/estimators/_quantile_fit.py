@@ -22,7 +22,7 @@ from ..training import TrainingDivergedError, train
 from ..training._seeding import restart_seeds, seed_torch
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ._cv_search import FoldData, build_start, held_out_value, train_from
+from ._cv_search import FoldData, build_start, held_out_value, scored_run
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
 from ._start_rule import metric_noise, select_over_start
@@ -99,15 +99,8 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
         held = FoldData(Xt, yt, held_rows, sample_weight, in_subset=in_subset)
         for r in range(n_restarts):
             start = build_start(factory, fit, seeds[r][0], logistic[r])
-            if logistic[r]:  # epoch 0 of a logistic restart: the start as it is
-                metric[k, r, 0], loss[k, r, 0] = held_out_value(start, held, settings)
-
-            def record(info, k=k, r=r, held=held):
-                i = position.get(int(info["epoch"]))
-                if i is not None:
-                    metric[k, r, i], loss[k, r, i] = held_out_value(info["model"], held, settings)
-
-            train_from(start, fit, settings, max_epochs, seeds[r][1], record)
+            scored_run(start, fit, held, settings, max_epochs=max_epochs, shuffle_seed=seeds[r][1], position=position,
+                       metric_row=metric[k, r], loss_row=loss[k, r], score_start=logistic[r])
         if any(logistic):
             first = logistic.index(True)
             noise[k] = metric_noise(settings["objective"], settings["target"], held.y_np, metric[k, first, 0],
