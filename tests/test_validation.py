@@ -109,13 +109,13 @@ def test_all_finite_is_not_fooled_by_an_overflowing_sum():
 )
 def test_the_fused_check_raises_what_the_separate_checks_raise(scores, labels, error, match):
     with pytest.raises(error, match=match):
-        V.check_scores_and_labels(scores, labels)
+        V.check_scores_and_targets(scores, labels)
 
 
-def test_the_fused_check_returns_the_positive_rows():
+def test_the_fused_check_returns_the_labels_as_zero_one_floats():
     scores = torch.tensor([3e38, 3e38, 1.0], dtype=torch.float32)  # finite, with an overflowing sum
     for labels in (torch.tensor([0, 1, 1]), torch.tensor([0.0, 1.0, 1.0]), torch.tensor([False, True, True])):
-        assert V.check_scores_and_labels(scores, labels).tolist() == [False, True, True]
+        assert V.check_scores_and_targets(scores, labels).tolist() == [0.0, 1.0, 1.0]
 
 
 @pytest.mark.parametrize("scores_dtype, targets_dtype", [(torch.float16, torch.float32), (torch.bfloat16, torch.float32),

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .metrics import count_at_rate
+from ._top_k import count_at_rate, top_k_precision
 
 __all__ = ["held_out_metric"]
 
@@ -58,13 +58,7 @@ def _recall_at_fpr(positive, scores, fpr: float) -> float:
 
 
 def _precision_at_rate(positive, scores, rate: float) -> float:
-    # metrics.precision_at_k without its checks: ties at the K-th score shared by their positive fraction.
-    n = scores.size
-    k = count_at_rate(n, rate)
-    kth = np.partition(scores, n - k)[n - k]
-    above, tied = scores > kth, scores == kth
-    hits = positive[above].sum() + (k - above.sum()) * positive[tied].mean()
-    return float(hits / k)
+    return top_k_precision(positive, scores, count_at_rate(scores.size, rate))
 
 
 _METRICS = {"precision_at_recall": _precision_at_recall, "precision_at_rate": _precision_at_rate,

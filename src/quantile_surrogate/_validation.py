@@ -149,11 +149,6 @@ def check_labels(labels, n: int) -> torch.Tensor:
     return labels if labels.dtype == torch.bool else labels == 1
 
 
-def check_scores_and_labels(scores, labels) -> torch.Tensor:
-    """:func:`check_scores` and :func:`check_labels` with one device sync; returns the positive rows (bool)."""
-    return check_scores_and_targets(scores, labels).bool()
-
-
 def check_scores_and_targets(scores, labels) -> torch.Tensor:
     """:func:`check_scores` and :func:`check_labels` with one device sync; returns the labels as 0/1 floats.
 

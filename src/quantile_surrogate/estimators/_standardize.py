@@ -27,9 +27,14 @@ NOT_FINITE_AFTER_MESSAGE = (
 )
 
 
-def _power_of_two_scale(X: np.ndarray) -> np.ndarray:
-    """``p_j = 2^{-e_j}``, the smallest power-of-two step that brings column j into [-1, 1]."""
-    largest = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
+def _power_of_two_scale(X: np.ndarray, chunk_rows: int, keep: np.ndarray | None = None) -> np.ndarray:
+    """``p_j = 2^{-e_j}``, the smallest power-of-two step that brings column j (its ``keep`` rows) into [-1, 1]."""
+    largest = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], chunk_rows):
+        part = X[start:start + chunk_rows]
+        part = part if keep is None else part[keep[start:start + chunk_rows]]
+        if part.shape[0]:
+            largest = np.maximum(largest, np.max(np.abs(part), axis=0))
     _, exponent = np.frexp(largest)  # largest = m 2^e with m in [0.5, 1)
     return np.ldexp(1.0, -exponent.astype(np.int64))
 
@@ -48,8 +53,7 @@ def standardizer(X: np.ndarray, chunk_rows: int = 65536, sample_weight: np.ndarr
     X = np.asarray(X)
     n, d = X.shape
     weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    rows = X if weight is None else X[weight > 0]  # rows without weight do not set the power-of-two step
-    p = _power_of_two_scale(rows)
+    p = _power_of_two_scale(X, chunk_rows, None if weight is None else weight > 0)  # weightless rows set no step
     mass = float(max(n, 1)) if weight is None else float(weight.sum())  # check_sample_weight: a positive sum
     total = np.zeros(d)
     for start in range(0, n, chunk_rows):
