@@ -13,6 +13,8 @@ num_leaves=31 and min_child_samples=20, XGBoost's max_depth=6; one thread each):
 
 =====================  ====================================================================
 ``logistic``           StandardScaler + LogisticRegression(max_iter=2000), threshold moved
+``logistic_converged`` the same, solved to ``tol=1e-10`` (the optimum that QuantileClassifier's logistic
+                       start reaches; scikit-learn's default ``tol=1e-4`` stops short of it)
 ``quantile_linear``    QuantileClassifier(objective, target), defaults (a linear model)
 ``quantile_mlp``       QuantileClassifier(..., hidden_layer_sizes=(64,))
 ``quantile_cv``        QuantileClassifierCV(objective, target), defaults (alpha, bandwidth, family by 3-fold)
@@ -48,8 +50,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from tqdm.auto import tqdm
 
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
+from quantile_surrogate._files import atomic_write
 from quantile_surrogate.datasets import load_housing, load_ionosphere
 from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
 from quantile_surrogate.objectives import get_objective, objective_metric
@@ -59,8 +63,8 @@ DEV_SETS = ("2_annthyroid", "7_Cardiotocography", "12_fault", "19_landsat", "27_
             "29_Pima", "30_satellite", "33_skin", "41_Waveform", "47_yeast")
 PACKAGED = ("ionosphere", "housing")
 OPERATING_POINTS = (("precision_at_recall", 0.9), ("precision_at_rate", 0.05))
-METHODS = ("logistic", "quantile_linear", "quantile_mlp", "quantile_cv", "lightgbm", "xgboost", "qb_lightgbm",
-           "qb_xgboost")
+METHODS = ("logistic", "logistic_converged", "quantile_linear", "quantile_mlp", "quantile_cv", "lightgbm", "xgboost",
+           "qb_lightgbm", "qb_xgboost")
 REFERENCE = "lightgbm"
 
 
@@ -82,6 +86,9 @@ def make(method, objective, target, seed, rounds, quick, overrides=None, qc_over
     trees = dict(n_estimators=rounds, learning_rate=0.1)
     if method == "logistic":
         model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        return model, model.decision_function
+    if method == "logistic_converged":
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=100_000, tol=1e-10))
         return model, model.decision_function
     if method == "quantile_cv":
         small = dict(estimator=QuantileClassifier(max_epochs=5, n_restarts=1), alphas=(1e-3,), bandwidths=(0.05,))
@@ -137,7 +144,7 @@ def subsample(X, y, max_rows, seed=0):
 
 
 def run(datasets=None, splits=5, data=DEFAULT_DATA, methods=METHODS, max_rows=None, rounds=100, n_jobs=1,
-        quick=False, overrides=None, qc_overrides=None):
+        quick=False, overrides=None, qc_overrides=None, first_split=0):
     """One row per (set, operating point, method, split): the test metric and the fit time."""
     if quick:
         datasets, splits, rounds = datasets or PACKAGED, 1, 10
@@ -147,9 +154,11 @@ def run(datasets=None, splits=5, data=DEFAULT_DATA, methods=METHODS, max_rows=No
         X, y = load(name, data)
         source_rows[name] = len(y)
         X, y = subsample(X, y, max_rows)
-        tasks += [(name, X, y, split) for split in range(splits)]
-    results = Parallel(n_jobs=n_jobs)(delayed(run_split)(name, X, y, split, methods, rounds, quick, overrides,
-                                                         qc_overrides) for name, X, y, split in tasks)
+        tasks += [(name, X, y, split) for split in range(first_split, first_split + splits)]
+    results = Parallel(n_jobs=n_jobs, return_as="generator")(
+        delayed(run_split)(name, X, y, split, methods, rounds, quick, overrides, qc_overrides)
+        for name, X, y, split in tasks)
+    results = list(tqdm(results, total=len(tasks), desc="(set, split)", unit="split", disable=quick))
     frame = pd.DataFrame([row for rows in results for row in rows])
     frame["source_rows"] = frame.set.map(source_rows)
     return frame
@@ -239,6 +248,7 @@ def main(argv=None):
     parser.add_argument("--datasets", default=None, help="comma-separated names; default: every set found + packaged")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--first-split", type=int, default=0, help="seed of the first split (more splits later)")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--max-rows", type=int, default=None, help="subsample sets larger than this (stratified)")
     parser.add_argument("--n-jobs", type=int, default=1)
@@ -257,6 +267,10 @@ def main(argv=None):
     if out is not None and out.exists():
         parser.error(f"--out {out} exists; choose a new file name (results are never overwritten).")
     datasets = tuple(args.datasets.split(",")) if args.datasets else None
+    methods = tuple(args.methods.split(","))
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        parser.error(f"--methods: unknown {unknown}; choose from {', '.join(METHODS)}.")
     overrides, qc_overrides = {}, {}
     for item in args.qc_set:
         name, _, value = item.partition("=")
@@ -267,15 +281,15 @@ def main(argv=None):
             overrides[name] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             overrides[name] = value  # a bare string such as bandwidth=auto
-    frame = run(datasets, args.splits, args.data, tuple(args.methods.split(",")), args.max_rows, args.rounds,
-                args.n_jobs, args.quick, overrides, qc_overrides)
+    frame = run(datasets, args.splits, args.data, methods, args.max_rows, args.rounds,
+                args.n_jobs, args.quick, overrides, qc_overrides, args.first_split)
     if overrides:
         print(f"QuantileBoostingClassifier parameters changed: {overrides}\n")
     if qc_overrides:
         print(f"QuantileClassifier parameters changed: {qc_overrides}\n")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(out, index=False)
+        atomic_write(out, lambda path: frame.to_csv(path, index=False))
     print(summary(frame))
 
 

@@ -11,6 +11,7 @@ import pytest
 import sklearn
 import torch
 from sklearn.datasets import make_circles, make_classification
+from sklearn.metrics import average_precision_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -49,20 +50,27 @@ def _data(n=300, seed=1):
 PLAIN = dict(n_restarts=1, init="logistic", standardize=False)
 
 
-def _reference_fold_score(X, y, fit, held, params, epochs, seed, groups=None):
-    """The held-out metric of the logistic start trained ``epochs`` epochs on ``fit`` (0: the start itself)."""
+def _reference_fold_scores(X, y, fit, held, params, epochs, seed):
+    """The held-out scores of the logistic start trained ``epochs`` epochs on ``fit`` (0: the start itself)."""
     if epochs == 0:
         factory = lambda: build_scorer(X.shape[1], tuple(params["hidden_layer_sizes"]), None)  # noqa: E731
         model = train(factory, torch.as_tensor(X[fit]), torch.as_tensor(y[fit]), max_epochs=0, init="logistic",
                       random_state=seed).model
-        scores = predict_scores(model, torch.as_tensor(X[held])).double().numpy()
-        return objective_metric(y[held], scores, objective="precision_at_recall", target=0.9,
-                                groups=None if groups is None else np.unique(groups, return_inverse=True)[1][held])
+        return predict_scores(model, torch.as_tensor(X[held])).double().numpy()
     model = QuantileClassifier(target=0.9, max_epochs=epochs, early_stopping=False, random_state=seed, **PLAIN,
-                               **params)
-    extra = {} if groups is None else {"groups": groups[fit]}
-    model.fit(X[fit], y[fit], **extra)
-    return model.score(X[held], y[held], **({} if groups is None else {"groups": groups[held]}))
+                               **params).fit(X[fit], y[fit])
+    return model.decision_function(X[held])
+
+
+def _reference_fold_score(X, y, fit, held, params, epochs, seed, groups=None):
+    """The held-out metric of :func:`_reference_fold_scores` (per group with ``groups``, through ``score``)."""
+    if groups is None or epochs == 0:
+        scores = _reference_fold_scores(X, y, fit, held, params, epochs, seed)
+        codes = None if groups is None else np.unique(groups, return_inverse=True)[1][held]
+        return objective_metric(y[held], scores, objective="precision_at_recall", target=0.9, groups=codes)
+    model = QuantileClassifier(target=0.9, max_epochs=epochs, early_stopping=False, random_state=seed, **PLAIN,
+                               **params).fit(X[fit], y[fit], groups=groups[fit])
+    return model.score(X[held], y[held], groups=groups[held])
 
 
 def test_fold_scores_are_plain_fits_for_the_chosen_epochs_and_the_best_is_refitted():
@@ -78,8 +86,15 @@ def test_fold_scores_are_plain_fits_for_the_chosen_epochs_and_the_best_is_refitt
     for c, params in enumerate(results["params"]):
         epochs = int(results["best_epochs"][c])
         assert epochs in (0, 1, 2, 5)
-        manual = [_reference_fold_score(X, y, a, b, params, epochs, seed) for a, b in folds]
+        held_scores = [_reference_fold_scores(X, y, a, b, params, epochs, seed) for a, b in folds]
+        manual = [objective_metric(y[b], h, objective="precision_at_recall", target=0.9)
+                  for (_, b), h in zip(folds, held_scores)]
         np.testing.assert_allclose([results[f"split{k}_test_score"][c] for k in range(3)], manual, rtol=1e-9)
+        # The family comparison's ranking: the entry's held-out average precision.
+        column = list(clf.selection_["epochs"]).index(epochs)
+        np.testing.assert_allclose(clf.selection_["average_precision"][c, :, results["best_restart"][c], column],
+                                   [average_precision_score(y[b], h) for (_, b), h in zip(folds, held_scores)],
+                                   rtol=1e-9)
     # The choice: rank 1 has the best mean; ranks are a permutation that never increases the mean.
     order = np.argsort(results["rank_test_score"])
     assert sorted(results["rank_test_score"]) == list(range(1, 5))
@@ -228,8 +243,15 @@ def _arrays(mlp_start=0.0, **gains):
     return metric, np.zeros_like(metric)
 
 
-def _select(metric, loss, n_se=2.0):
-    return select_by_family(metric, loss, IS_START, FAMILIES, HELD, "precision_at_rate", 0.05, n_se)
+def _select(metric, loss, n_se=2.0, ranking=None):
+    return select_by_family(metric, loss, IS_START, FAMILIES, HELD, "precision_at_rate", 0.05, n_se, None, ranking)
+
+
+def _ranking(linear, mlp):
+    """Held-out average precision: ``linear`` for every linear entry, ``mlp`` for every MLP entry."""
+    ranking = np.full((3, 3, 1, 3), float(linear))
+    ranking[2] = mlp
+    return ranking
 
 
 def test_noise_level_gains_keep_each_familys_start():
@@ -249,7 +271,7 @@ def test_a_clear_gain_leaves_the_start_for_the_largest_passing_gain():
     # MLP after 2 epochs: +0.30 over its start on every fold; linear alpha 2 after 1 epoch: +0.25 (passes too); linear
     # alpha 1 after 2 epochs: a larger mean gain (0.317) whose fold spread (s.e. 0.183) keeps it out.
     metric, loss = _arrays(c2e2=0.30, c1e1=0.25, c0e2=[0.5, -0.05, 0.5])
-    chosen, entries, record = _select(metric, loss)
+    chosen, entries, record = _select(metric, loss, ranking=_ranking(0.6, 0.7))
     assert chosen == 2 and entries == [(0, 0), (0, 1), (0, 2)]
     assert record["eligible"][2, 0, 2] and record["eligible"][1, 0, 1] and not record["eligible"][0, 0, 2]
     assert record["family_means"] == pytest.approx([0.75, 0.8])
@@ -263,9 +285,43 @@ def test_each_family_is_measured_against_its_own_start_and_the_better_family_win
     # the only reference would take the MLP's epoch 1 (+0.20 > 0.183); one that asked the MLP's start to pass the bar
     # against the linear start would keep the linear model.
     metric, loss = _arrays(mlp_start=0.05, c2e1=0.15)
-    chosen, entries, record = _select(metric, loss)
+    chosen, entries, record = _select(metric, loss, ranking=_ranking(0.6, 0.7))
     assert (chosen, entries[2]) == (2, (0, 0))
     assert record["family_means"] == pytest.approx([0.5, 0.55])
+
+
+def test_between_families_a_clear_metric_difference_decides_else_the_average_precision():
+    # Linear start 0.5, MLP start 0.8 on every fold: the gap 0.3 passes z = 2 times the larger floor (the linear
+    # model's, 0.0913 at p = 0.5; the MLP's is sqrt(3 x 0.016) / 3 = 0.073 at p = 0.8), so the MLP wins even where
+    # the linear model ranks better.
+    metric, loss = _arrays(mlp_start=0.3)
+    chosen, _, record = _select(metric, loss, ranking=_ranking(0.9, 0.5))
+    assert chosen == 2
+    assert record["family_bar"] == pytest.approx([2 * np.sqrt(3 * 0.025) / 3, 0.0])
+    assert list(record["family_within_noise"]) == [False, True]
+    # MLP 0.55 against 0.5: within the bar (0.183), so the higher held-out average precision wins, either way;
+    # equal average precision goes to the earlier family, and so does a missing ranking.
+    metric, loss = _arrays(mlp_start=0.05)
+    assert _select(metric, loss, ranking=_ranking(0.6, 0.7))[0] == 2
+    chosen, _, record = _select(metric, loss, ranking=_ranking(0.7, 0.6))
+    assert chosen == 0 and list(record["family_within_noise"]) == [True, True]
+    assert record["family_average_precision"] == pytest.approx([0.7, 0.6])
+    assert _select(metric, loss, ranking=_ranking(0.7, 0.7))[0] == 0
+    assert _select(metric, loss)[0] == 0
+    # z = 0: only an exact tie is within noise, so the higher mean wins whatever the ranking.
+    assert _select(metric, loss, n_se=0.0, ranking=_ranking(0.9, 0.1))[0] == 2
+    metric, loss = _arrays()
+    assert _select(metric, loss, n_se=0.0, ranking=_ranking(0.1, 0.9))[0] == 2
+
+
+def test_a_paired_spread_larger_than_the_floor_widens_the_family_bar():
+    # MLP fold gains over the linear start (+0.45, -0.15, +0.15): mean 0.15 below 2 x floor? No: 0.15 < 0.183 anyway;
+    # gains (+0.9, -0.3, +0.3): mean 0.3 > 0.183 (the floor's bar) but the spread's s.e. 0.346 gives a bar of 0.69.
+    metric, loss = _arrays()
+    metric[2, :, 0, 0] += [0.9, -0.3, 0.3]
+    chosen, _, record = _select(metric, loss, ranking=_ranking(0.8, 0.2))
+    assert chosen == 0 and record["family_means"][1] == pytest.approx(0.8)
+    assert record["family_bar"][0] == pytest.approx(2 * np.std([0.9, -0.3, 0.3], ddof=1) / np.sqrt(3))
 
 
 def test_ties_go_to_the_earlier_family_a_logistic_start_the_earlier_candidate_then_the_loss():

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._top_k import count_at_rate, top_k_precision
 
-__all__ = ["held_out_metric"]
+__all__ = ["held_out_average_precision", "held_out_metric"]
 
 
 def _counts_at_thresholds(positive: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,3 +82,26 @@ def held_out_metric(positive: np.ndarray, scores: np.ndarray, objective: str, ta
         (NaN, without a warning, where it is undefined).
     """
     return _METRICS[objective](positive, scores, target)
+
+
+def held_out_average_precision(positive: np.ndarray, scores: np.ndarray) -> float:
+    r"""Average precision, :math:`\sum_j (R_j - R_{j-1}) P_j` over the distinct scores, highest first (:math:`R_0 = 0`).
+
+    What ``sklearn.metrics.average_precision_score`` computes (the step-wise area under the
+    precision-recall curve, no interpolation), from the same one sort as :func:`held_out_metric`;
+    equal to it up to the order of the floating point sum. NaN without a positive.
+
+    Parameters
+    ----------
+    positive : bool ndarray of shape (n,)
+    scores : float64 ndarray of shape (n,), finite
+
+    Returns
+    -------
+    float
+    """
+    true_positives, false_positives = _counts_at_thresholds(positive, scores)
+    if true_positives[-1] == 0:
+        return math.nan
+    recall_steps = np.diff(true_positives, prepend=0.0) / true_positives[-1]
+    return float(np.sum(recall_steps * (true_positives / (true_positives + false_positives))))

@@ -8,7 +8,8 @@ scored on the held-out fold after each epoch count of :func:`~._quantile_fit.epo
 training run per (candidate, fold, restart) scores every epoch count; no candidate is fitted
 twice and no inner selection runs inside a fold. The choice from those held-out values is
 :func:`select_by_family`: the start rule of :mod:`._start_rule` inside each model family, then the
-family with the higher mean.
+family with the higher mean where the difference is larger than its noise, else the one with the
+higher held-out average precision.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import time
 import numpy as np
 import torch
 
-from .._held_out_metrics import held_out_metric
+from sklearn.metrics import average_precision_score
+
+from .._held_out_metrics import held_out_average_precision, held_out_metric
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 from ..training import train
 from ..training._seeding import restart_seeds, seed_torch
@@ -65,12 +68,16 @@ def build_start(factory, data: FoldData, model_seed: int, logistic: bool):
     return model
 
 
-def held_out_value(model, held: FoldData, settings: dict) -> tuple:
-    """(exact metric, surrogate loss) on the held-out rows, weighted and per group where given."""
+def held_out_value(model, held: FoldData, settings: dict, *, average_precision: bool = False) -> tuple:
+    """(exact metric, surrogate loss) on the held-out rows, weighted and per group where given.
+
+    With ``average_precision=True`` a third value, the held-out average precision (weighted,
+    over all rows; the family comparison of :func:`select_by_family` reads it).
+    """
     with torch.no_grad():
         scores = predict_scores(model, held.X)
         if not bool(torch.isfinite(scores).all()):
-            return -np.inf, np.inf
+            return (-np.inf, np.inf, -np.inf)[:3 if average_precision else 2]
         extra = {}
         if held.codes is not None:
             extra.update(groups=held.codes, threshold_groups=held.codes[held.in_subset])
@@ -86,7 +93,15 @@ def held_out_value(model, held: FoldData, settings: dict) -> tuple:
     else:
         metric = objective_metric(held.y_np, scores, objective=settings["objective"], target=settings["target"],
                                   groups=held.codes_np, sample_weight=held.weight_np)
-    return float(metric), float(loss)
+    if not average_precision:
+        return float(metric), float(loss)
+    if held.weight_np is None:
+        ranking = held_out_average_precision(held.y_np == 1, scores)
+    elif held.weight_np[held.y_np == 1].sum() > 0:
+        ranking = average_precision_score(held.y_np, scores, sample_weight=held.weight_np)
+    else:
+        ranking = np.nan
+    return float(metric), float(loss), float(ranking)
 
 
 def train_from(start, data: FoldData, settings: dict, max_epochs: int, shuffle_seed: int, callback=None):
@@ -97,26 +112,32 @@ def train_from(start, data: FoldData, settings: dict, max_epochs: int, shuffle_s
 
 
 def scored_run(start, fit: FoldData, held: FoldData, settings: dict, *, max_epochs, shuffle_seed, position,
-               metric_row, loss_row, score_start: bool):
+               metric_row, loss_row, score_start: bool, ranking_row=None):
     """Train ``start`` on ``fit`` and score it on ``held`` at every epoch count of ``position`` (epoch -> column).
 
-    Fills ``metric_row`` and ``loss_row`` (views of length ``len(position)``) with
-    :func:`held_out_value`; column 0, the start as it is, only with ``score_start`` (a logistic
-    start is a candidate, a random one is not).
+    Fills ``metric_row`` and ``loss_row`` (views of length ``len(position)``), and ``ranking_row``
+    with the average precision where given, with :func:`held_out_value`; column 0, the start as it
+    is, only with ``score_start`` (a logistic start is a candidate, a random one is not).
     """
+    rows = (metric_row, loss_row) if ranking_row is None else (metric_row, loss_row, ranking_row)
+
+    def fill(model, i):
+        for row, value in zip(rows, held_out_value(model, held, settings, average_precision=ranking_row is not None)):
+            row[i] = value
+
     if score_start:
-        metric_row[0], loss_row[0] = held_out_value(start, held, settings)
+        fill(start, 0)
 
     def record(info):
         i = position.get(int(info["epoch"]))
         if i is not None:
-            metric_row[i], loss_row[i] = held_out_value(info["model"], held, settings)
+            fill(info["model"], i)
 
     train_from(start, fit, settings, max_epochs, shuffle_seed, record)
 
 
 def family_fold(factory, candidates, fit: FoldData, held: FoldData, *, grid, seed, n_restarts, init, max_epochs):
-    """Held-out (metric, loss) of shape (n_candidates, n_restarts, n_epochs) and seconds per candidate.
+    """Held-out (metric, loss, average precision) of shape (n_candidates, n_restarts, n_epochs) and seconds per candidate.
 
     ``candidates`` are train-settings dicts (without ``random_state``) of one model family.
     Restart ``r`` has model seed ``restart_seeds(seed, n_restarts)[r][0]`` and trains with
@@ -127,15 +148,15 @@ def family_fold(factory, candidates, fit: FoldData, held: FoldData, *, grid, see
     position = {int(e): i for i, e in enumerate(grid)}
     starts = {r: build_start(factory, fit, seeds[r][0], True) for r in range(n_restarts) if logistic[r]}
     metric = np.full((len(candidates), n_restarts, len(grid)), np.nan)
-    loss, seconds = np.full_like(metric, np.nan), np.zeros(len(candidates))
+    loss, ranking, seconds = np.full_like(metric, np.nan), np.full_like(metric, np.nan), np.zeros(len(candidates))
     for c, settings in enumerate(candidates):
         clock = time.perf_counter()
         for r in range(n_restarts):
             start = starts[r] if logistic[r] else build_start(factory, fit, seeds[r][0], False)
             scored_run(start, fit, held, settings, max_epochs=max_epochs, shuffle_seed=seeds[r][1], position=position,
-                       metric_row=metric[c, r], loss_row=loss[c, r], score_start=logistic[r])
+                       metric_row=metric[c, r], loss_row=loss[c, r], score_start=logistic[r], ranking_row=ranking[c, r])
         seconds[c] = time.perf_counter() - clock
-    return metric, loss, seconds
+    return metric, loss, ranking, seconds
 
 
 def rank_candidates(mean_metric, mean_loss, is_start) -> np.ndarray:
@@ -199,28 +220,44 @@ def select_entries(metric, loss, is_start, reference, held_labels, objective, ta
     return int(chosen), entries, dict(record, noise=noise)
 
 
-def select_by_family(metric, loss, is_start, families, held_labels, objective, target, n_se, held_weights=None
-                     ) -> tuple:
-    """The start rule inside each model family, then the family whose choice has the higher mean.
+def select_by_family(metric, loss, is_start, families, held_labels, objective, target, n_se, held_weights=None,
+                     ranking=None) -> tuple:
+    r"""The start rule inside each model family, then the family whose entry is clearly better, else the better ranked.
 
     ``families`` lists the candidate indices of each family (linear first). Family ``f``'s
     reference is its own logistic start as it is (its first candidate, first logistic restart,
-    epoch 0), and :func:`select_entries` picks its entry among its own candidates alone; the
-    family whose entry has the strictly higher mean held-out metric wins, a tie going to the
-    earlier family. Without a logistic restart, :func:`select_entries` over all candidates.
+    epoch 0), and :func:`select_entries` picks its entry :math:`x_f` among its own candidates
+    alone. Between the families, with :math:`m_k(x)` the held-out metric on fold :math:`k` and
+    :math:`b` the family with the highest mean (the earliest of equal means):
+
+    - a family :math:`f` is *within noise* of :math:`b` when
+      :math:`\bar m(x_b) - \bar m(x_f) \le z \max(\hat\sigma_{bf},\ \sigma_{0,b},\ \sigma_{0,f})`, with
+      :math:`\hat\sigma_{bf}` the standard error of the :math:`K` paired fold differences and
+      :math:`\sigma_{0,f}` family ``f``'s binomial noise floor (``noise_floor``; :math:`z` = ``n_se``);
+    - among :math:`b` and the families within noise of it, the one whose entry has the highest
+      mean held-out average precision (``ranking``) wins, a tie going to the earlier family.
+
+    So the exact metric decides when it can tell the families apart, and a difference of a
+    row or two among the few held-out rows at the operating point does not: average precision
+    ranks every held-out positive, so its noise is far smaller. ``ranking`` has the shape of
+    ``metric``; without it the earliest family within noise wins. With ``n_se=0`` only exact ties
+    are within noise. Without a logistic restart, :func:`select_entries` over all candidates.
 
     Returns
     -------
     (chosen, entries, record) : tuple
         As :func:`select_entries`; ``record`` holds ``mean_gain``, ``gain_se``, ``bar`` and
         ``eligible`` (each entry against its own family's start), ``noise`` (families, folds),
-        ``noise_floor`` and ``references`` (one per family) and ``family_means`` (the mean held-out
-        metric of each family's entry); None without a logistic restart.
+        ``noise_floor`` and ``references`` (one per family), ``family_means`` and
+        ``family_average_precision`` (the mean held-out metric and average precision of each
+        family's entry), ``family_bar`` (each family's bar against :math:`b`) and
+        ``family_within_noise`` (:math:`b` and the families within noise of it); None without a
+        logistic restart.
     """
     if not is_start.any():
         return select_entries(metric, loss, is_start, None, held_labels, objective, target, n_se, held_weights)
     first = int(np.flatnonzero(is_start[:, 0])[0])
-    entries, chosen, best, record = [None] * metric.shape[0], None, -np.inf, {}
+    entries, winners, record = [None] * metric.shape[0], [], {}
     keys = ("mean_gain", "gain_se", "bar", "eligible")
     for members in families:
         members = [int(c) for c in members]
@@ -236,10 +273,23 @@ def select_by_family(metric, loss, is_start, families, held_labels, objective, t
         for key, value in (("noise", part["noise"]), ("noise_floor", part["noise_floor"]),
                            ("references", reference)):
             record.setdefault(key, []).append(value)
-        mean = float(np.mean(metric[(c, slice(None), *found[c])]))
-        mean = mean if np.isfinite(mean) else -np.inf  # a diverged start never wins the family comparison
-        record.setdefault("family_means", []).append(mean)
-        if chosen is None or mean > best:
-            chosen, best = c, mean
-    return int(chosen), entries, {k: (np.asarray(v) if k in ("noise", "noise_floor", "family_means") else v)
+        winners.append(c)
+    folds = np.array([metric[(c, slice(None), *entries[c])] for c in winners])  # (families, folds)
+    with np.errstate(invalid="ignore"):
+        means = np.where(np.isfinite(folds).all(axis=1), folds.mean(axis=1), -np.inf)  # a diverged start never wins
+    ranks = (np.full(len(winners), -np.inf) if ranking is None else
+             np.nan_to_num([np.mean(ranking[(c, slice(None), *entries[c])]) for c in winners], nan=-np.inf))
+    best = int(np.argmax(means))
+    floors = np.asarray(record["noise_floor"], dtype=np.float64)
+    bars, within = np.zeros(len(winners)), np.zeros(len(winners), dtype=bool)
+    for f in (f for f in range(len(winners)) if f != best):
+        gaps = folds[best] - folds[f]
+        spread = gaps.std(ddof=1) / np.sqrt(gaps.size) if gaps.size > 1 and np.isfinite(gaps).all() else 0.0
+        bars[f] = n_se * max(spread, floors[best], floors[f])
+        within[f] = np.isfinite(means[f]) and means[best] - means[f] <= bars[f]
+    within[best] = True
+    contenders = np.flatnonzero(within)
+    chosen = winners[int(contenders[np.argmax(ranks[contenders])])]  # argmax: the earliest of equal ranks
+    record.update(family_means=means, family_average_precision=ranks, family_bar=bars, family_within_noise=within)
+    return int(chosen), entries, {k: (np.asarray(v) if k in ("noise", "noise_floor") else v)
                                  for k, v in record.items()}
