@@ -15,7 +15,8 @@ per-split difference):
 
 Run::
 
-    .venv/bin/python -m benchmarks.real_data_targets results/real_data_issue12_10splits.csv
+    .venv/bin/python -m benchmarks.real_data_targets results/real_data_issue12_20splits_qc.csv \
+        results/real_data_issue12_20splits_cv.csv
 """
 
 from __future__ import annotations
@@ -113,9 +114,10 @@ def tables(frame: pd.DataFrame) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("csv", help="per-split rows written by benchmarks/real_data.py --out")
+    parser.add_argument("csv", nargs="+", help="per-split rows written by benchmarks/real_data.py --out (several "
+                        "files are read as one: other methods or other splits)")
     args = parser.parse_args(argv)
-    print(tables(pd.read_csv(args.csv)))
+    print(tables(pd.concat([pd.read_csv(path) for path in args.csv], ignore_index=True)))
 
 
 if __name__ == "__main__":

@@ -59,3 +59,11 @@ def test_benchmark_refuses_an_unknown_method(capsys):
     with pytest.raises(SystemExit):
         load("real_data").main(["--methods", "logistic,bogus"])
     assert "unknown ['bogus']" in capsys.readouterr().err
+
+
+def test_several_csv_files_are_read_as_one(tmp_path, capsys):
+    linear = frame({"quantile_linear": [0.5, 0.6], "logistic": [0.5, 0.5]})
+    (tmp_path / "a.csv").write_text(linear[linear.split == 0].to_csv(index=False))
+    (tmp_path / "b.csv").write_text(linear[linear.split == 1].to_csv(index=False))
+    targets.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    assert "(2 splits)" in capsys.readouterr().out

@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.datasets import make_gaussian_mixture
-from quantile_surrogate.estimators._start_rule import metric_noise, select_over_start
+from quantile_surrogate.estimators._start_rule import metric_noise, metric_noises, select_over_start
 from quantile_surrogate.metrics import precision_at_recall
 
 torch.set_num_threads(1)
@@ -86,6 +86,41 @@ def test_the_start_may_sit_anywhere_in_a_multi_dimensional_candidate_grid():
     metric[:, 0, 2] = START + 0.3
     choice, record = select_over_start(metric, np.zeros_like(metric), (1, 0), [0.01] * 3, 2.0)
     assert choice == (0, 2) and record["mean_gain"][1, 0] == 0.0
+
+
+def test_the_candidates_own_noise_widens_the_floor():
+    # 47_yeast at 5 %, split 14: 13 held-out rows at the operating point per fold. A random restart trained 100
+    # epochs scored (8, 6, 7) / 13 against the start's (7, 2, 5) / 13: mean gain 0.179, paired s.e. 0.068, the
+    # start's floor 0.0725 (bar 0.145: it passed, and lost 0.21 on test); with its own noise the floor is
+    # sqrt(sum_k var_start + var_candidate) / 3 = 0.107 and the bar 0.215.
+    y = np.r_[np.ones(25), np.zeros(235)]  # ceil(0.05 * 260) = 13 rows at the top
+    start, candidate = np.array([7, 2, 5]) / 13, np.array([8, 6, 7]) / 13
+    metric = np.stack([start, candidate], axis=1)
+    noise = [metric_noise("precision_at_rate", 0.05, y, p) for p in start]
+    own = metric_noises("precision_at_rate", 0.05, y, metric)
+    assert select_over_start(metric, np.zeros_like(metric), (0,), noise, 2.0)[0] == (1,)
+    choice, record = select_over_start(metric, np.zeros_like(metric), (0,), noise, 2.0, own)
+    expected = np.sqrt(np.sum(start * (1 - start) / 13 + candidate * (1 - candidate) / 13)) / 3
+    assert choice == (0,) and record["floor"][1] == pytest.approx(expected)
+    assert record["bar"][1] == pytest.approx(2 * expected) and record["noise_floor"] == pytest.approx(0.0725, abs=1e-4)
+    # A clear gain still passes: (12, 12, 12) / 13 against the same start.
+    clear = np.stack([start, np.full(3, 12 / 13)], axis=1)
+    assert select_over_start(clear, np.zeros_like(clear), (0,), noise, 2.0,
+                             metric_noises("precision_at_rate", 0.05, y, clear))[0] == (1,)
+
+
+@pytest.mark.parametrize("objective, target", [("precision_at_rate", 0.05), ("precision_at_recall", 0.9),
+                                               ("recall_at_fpr", 0.05)])
+def test_metric_noises_is_metric_noise_of_each_value(objective, target):
+    y = np.r_[np.ones(30), np.zeros(230)]
+    w = np.random.default_rng(0).integers(1, 4, y.size)
+    values = np.array([[0.0, 0.2, 0.6], [1.0, np.nan, 0.95]])
+    for weight in (None, w):
+        got = metric_noises(objective, target, y, values, weight)
+        assert got.shape == values.shape and np.isnan(got[1, 1])
+        for i, v in np.ndenumerate(values):
+            if not np.isnan(v):
+                assert got[i] == pytest.approx(metric_noise(objective, target, y, v, weight), rel=1e-12)
 
 
 # -- metric_noise --------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from ..objectives import get_objective, objective_loss, objective_metric, predic
 from ..training import train
 from ..training._seeding import restart_seeds, seed_torch
 from ..training.models import fit_logistic
-from ._start_rule import metric_noise, select_over_start
+from ._start_rule import metric_noise, metric_noises, select_over_start
 
 __all__ = ["FoldData", "build_start", "family_fold", "logistic_restarts", "rank_candidates", "scored_run",
            "select_by_family", "select_entries"]
@@ -182,7 +182,7 @@ def select_entries(metric, loss, is_start, reference, held_labels, objective, ta
     logistic start as it is, in :func:`select_by_family`), or None (no logistic restart: the
     plain argmax of :func:`rank_candidates`). An entry is *eligible* when its mean held-out gain over the
     reference passes :func:`~._start_rule.select_over_start` with ``z = n_se`` and the
-    reference's binomial noise on each held-out fold (:func:`~._start_rule.metric_noise` of
+    reference's and the entry's binomial noise on each held-out fold (:func:`~._start_rule.metric_noises` of
     ``held_labels[k]``); the first eligible entry in the order of :func:`rank_candidates` (so the
     largest gain, ties to a logistic start as it is, the earlier candidate, the lower loss) wins,
     and with none eligible the reference stays. A candidate's own entry is its first eligible
@@ -209,7 +209,9 @@ def select_entries(metric, loss, is_start, reference, held_labels, objective, ta
     noise = np.array([metric_noise(objective, target, labels, metric[reference[0], k, reference[1], 0], weights[k])
                       for k, labels in enumerate(held_labels)])
     folds_first = np.moveaxis(metric, 1, 0)
-    _, record = select_over_start(folds_first, np.moveaxis(loss, 1, 0), reference, noise, n_se)
+    own = np.stack([metric_noises(objective, target, labels, folds_first[k], weights[k])
+                    for k, labels in enumerate(held_labels)])
+    _, record = select_over_start(folds_first, np.moveaxis(loss, 1, 0), reference, noise, n_se, own)
     eligible = record["eligible"].ravel()
     ranked = [int(flat) for flat in order if eligible[flat]]
     first_logistic = int(reference[1])

@@ -25,7 +25,7 @@ from ..training.models import build_scorer
 from ._cv_search import FoldData, build_start, held_out_value, scored_run
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
-from ._start_rule import metric_noise, select_over_start
+from ._start_rule import metric_noise, metric_noises, select_over_start
 
 __all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "MIN_VALIDATION_ROWS_PER_CLASS", "WORKING_COPY_CHUNK",
            "QuantileFitSteps", "cross_fit_selection", "epoch_grid"]
@@ -72,17 +72,18 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
 
     .. math::
         \bar d(r, e) = \tfrac1K \sum_k \big(m_k(r, e) - m_k(s)\big)
-        > z \max\big(\hat\sigma(r, e),\ \sigma_0\big),
+        > z \max\big(\hat\sigma(r, e),\ \sigma_0(r, e)\big),
 
-    :math:`\hat\sigma` the standard error of the K paired gains, :math:`\sigma_0` that of the
-    start's metric from its held-out row counts (:func:`metric_noise`); among such candidates
+    :math:`\hat\sigma` the standard error of the K paired gains, :math:`\sigma_0(r, e)` the
+    binomial noise of the difference of the start's and the candidate's metrics from their
+    held-out row counts, taken as independent (:func:`metric_noises`); among such candidates
     the largest mean gain wins, ties by the lower mean loss. Without a logistic restart
     (``init="random"``) the best mean metric wins, ties by the lower mean loss.
 
     Returns a dict: ``epochs`` (the grid), ``fold_metric`` and ``fold_loss`` of shape
     (folds, n_restarts, n_epochs) (NaN where not a candidate), ``mean_metric``, ``mean_loss``,
     ``mean_gain``, ``gain_se`` and ``bar`` (same shape; None without a logistic restart),
-    ``noise_floor`` (:math:`\sigma_0`), ``restart``, ``epochs_`` (the chosen count) and
+    ``floor`` (:math:`\sigma_0(r, e)`), ``noise_floor`` (the start's part), ``restart``, ``epochs_`` (the chosen count) and
     ``start`` ("logistic" or "random").
     """
     grid = epoch_grid(max_epochs)
@@ -92,6 +93,7 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     metric = np.full((folds, n_restarts, len(grid)), np.nan)
     loss = np.full_like(metric, np.nan)
     noise = np.zeros(folds)
+    candidate_noise = np.full_like(metric, np.nan)
     y_np = yt.cpu().numpy()
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
     for k, (fit_rows, held_rows) in enumerate(splitter.split(np.zeros((len(y_np), 1)), y_np)):
@@ -105,10 +107,13 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
             first = logistic.index(True)
             noise[k] = metric_noise(settings["objective"], settings["target"], held.y_np, metric[k, first, 0],
                                     held.weight_np)
+            candidate_noise[k] = metric_noises(settings["objective"], settings["target"], held.y_np, metric[k],
+                                               held.weight_np)
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
     gains = dict(mean_gain=None, gain_se=None, bar=None, noise_floor=None)
     if any(logistic):
-        (restart, column), gains = select_over_start(metric, loss, (logistic.index(True), 0), noise, n_se)
+        (restart, column), gains = select_over_start(metric, loss, (logistic.index(True), 0), noise, n_se,
+                                                     candidate_noise)
     else:
         order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(),
                             -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
@@ -275,8 +280,9 @@ class QuantileFitSteps:
         """After a validation split: go back to the logistic start unless the chosen model beats it by a real gain.
 
         The rule of :func:`select_over_start` with one fold: the chosen model's validation metric
-        must exceed the start's by more than ``selection_se`` times the start's binomial standard
-        error on the validation rows (:func:`metric_noise`), all weighted with ``weight``; the start
+        must exceed the start's by more than ``selection_se`` times the binomial standard error of
+        their difference on the validation rows (both models' :func:`metric_noise`, taken as
+        independent), all weighted with ``weight``; the start
         is trained on the fit rows as :func:`train` makes restart 0's, with the same weights. Returns the (possibly replaced)
         result; ``selection_`` records ``validation_gain``, ``noise_floor`` and ``start_kept``.
         """
@@ -289,7 +295,8 @@ class QuantileFitSteps:
                         in_subset=self._objective_spec().subset_mask(yt == 1))
         chosen, _ = held_out_value(result.model, held, settings)
         reference, _ = held_out_value(start.model, held, settings)
-        noise = metric_noise(self.objective, self._target(), held.y_np, reference, held.weight_np)
+        noise = float(np.hypot(metric_noise(self.objective, self._target(), held.y_np, reference, held.weight_np),
+                               metric_noise(self.objective, self._target(), held.y_np, chosen, held.weight_np)))
         kept = not chosen - reference > self.selection_se * noise
         self.selection_ = dict(validation_gain=chosen - reference, noise_floor=noise, start_kept=kept)
         if not kept:

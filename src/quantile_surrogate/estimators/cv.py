@@ -55,12 +55,13 @@ class QuantileClassifierCV(ThresholdedClassifier):
        paired held-out gain :math:`d_k(x) = m_k(x) - m_k(s_f)` over the :math:`K` folds passes
 
        .. math::
-           \bar d(x) > z \max\big(\hat\sigma(x),\ \sigma_0\big), \qquad
+           \bar d(x) > z \max\big(\hat\sigma(x),\ \sigma_0(x)\big), \qquad
            \hat\sigma(x) = \frac{\operatorname{sd}_k d_k(x)}{\sqrt K}, \qquad
-           \sigma_0 = \frac1K \Big(\sum_k \frac{p_k (1 - p_k)}{n_k}\Big)^{1/2}
+           \sigma_0(x) = \frac1K \Big(\sum_k \frac{p_k (1 - p_k)}{n_k} + \frac{q_k (1 - q_k)}{n'_k}\Big)^{1/2}
 
-       with :math:`z` = ``selection_se``, :math:`p_k` the reference's metric on fold :math:`k` and
-       :math:`n_k` the held-out rows that metric is a proportion of (the binomial noise of
+       with :math:`z` = ``selection_se``, :math:`p_k` and :math:`q_k` the reference's and the
+       entry's metric on fold :math:`k` and :math:`n_k`, :math:`n'_k` the held-out rows each is a
+       proportion of (the binomial noise of
        :func:`~quantile_surrogate.estimators._start_rule.metric_noise`, its counts sums of
        ``sample_weight`` when given). The family's entry :math:`x_f` is the passing entry with the largest
        mean metric, ties lexicographically by
@@ -72,7 +73,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
        :math:`\bar m(x_b)` (the earliest of equal means): a family :math:`f` is *within noise* of
        :math:`b` when :math:`\bar m(x_b) - \bar m(x_f) \le z \max(\hat\sigma_{bf}, \sigma_{0,b},
        \sigma_{0,f})` (:math:`\hat\sigma_{bf}` the standard error of the paired fold differences,
-       :math:`\sigma_{0,f}` family :math:`f`'s floor above). Of :math:`b` and the families within
+       :math:`\sigma_{0,f}` the start's part of family :math:`f`'s floor above, ``noise_floor``). Of :math:`b` and the families within
        noise of it, the one whose entry has the highest mean held-out **average precision**
        wins (ties: the earlier family of ``hidden_layer_sizes_grid``, the linear model by default).
 
@@ -90,7 +91,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
     family over 10 splits); average precision ranks every held-out positive, so it tells the
     families apart with far less noise, and it is scale-free (the surrogate loss is not: an
     MLP's larger scores lower it without a better ranking). With it the target holds on all 22
-    cells (docs/estimator.md has the measurements, and a check on 10 further splits).
+    cells over 20 splits (docs/estimator.md has the measurements).
 
     Why this and not ``GridSearchCV(QuantileClassifier(), ...)`` (the first version): that runs
     each candidate's own K-fold selection inside every outer fold, ``cv * (selection_folds + 1)``

@@ -101,10 +101,11 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     selection_se : float >= 0, default=2.0
         How clearly held-out data must prefer training to the logistic start: a candidate
         replaces the start only if its mean held-out gain over the start exceeds ``selection_se``
-        standard errors (the larger of the fold-to-fold one and the metric's binomial one),
+        standard errors (the larger of the fold-to-fold one and the binomial one of the two
+        models' metrics),
         :func:`~quantile_surrogate.estimators._start_rule.select_over_start`; among such
         candidates the largest gain wins. After a validation split (without groups) the same
-        test, with the binomial standard error, decides between the selected model and the
+        test, with the binomial standard error of the difference, decides between the selected model and the
         start. 0: the best held-out mean wins (a tie keeps the start). No effect with ``init="random"``.
     validation_fraction : float in (0, 1), default=0.2
     n_iter_no_change : int, default=20
