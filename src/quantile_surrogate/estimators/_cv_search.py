@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 import torch
-
 from sklearn.metrics import average_precision_score
 
 from .._held_out_metrics import held_out_average_precision, held_out_metric
