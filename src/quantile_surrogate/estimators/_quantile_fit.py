@@ -110,7 +110,7 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
             candidate_noise[k] = metric_noises(settings["objective"], settings["target"], held.y_np, metric[k],
                                                held.weight_np)
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
-    gains = dict(mean_gain=None, gain_se=None, bar=None, noise_floor=None)
+    gains = dict(mean_gain=None, gain_se=None, bar=None, floor=None, noise_floor=None)
     if any(logistic):
         (restart, column), gains = select_over_start(metric, loss, (logistic.index(True), 0), noise, n_se,
                                                      candidate_noise)

@@ -172,9 +172,11 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         (the candidate epoch counts), ``fold_metric`` and ``fold_loss`` of shape (folds,
         n_restarts, n_epochs) (NaN where not a candidate), their means ``mean_metric`` and
         ``mean_loss``, ``mean_gain``, ``gain_se`` and ``bar`` (the gain over the start, its
-        standard error, the bar it must pass), ``noise_floor``, the chosen ``restart``,
+        standard error, the bar it must pass), ``floor`` (each candidate's binomial floor, its
+        own noise and the start's) and ``noise_floor`` (the start's part), the chosen ``restart``,
         ``epochs_`` and ``start``. After a validation split: ``validation_gain``,
-        ``noise_floor`` and ``start_kept``. None where neither check ran.
+        ``noise_floor`` (of the difference of the two validation metrics) and ``start_kept``.
+        None where neither check ran.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
