@@ -25,7 +25,7 @@ from ..objectives import get_objective, objective_loss, objective_metric, predic
 from ..training import train
 from ..training._seeding import restart_seeds, seed_torch
 from ..training.models import fit_logistic
-from ._start_rule import metric_noise, metric_noises, select_over_start
+from ._start_rule import metric_noises, select_over_start
 
 __all__ = ["FoldData", "build_start", "family_fold", "logistic_restarts", "rank_candidates", "scored_run",
            "select_by_family", "select_entries"]
@@ -205,11 +205,10 @@ def select_entries(metric, loss, is_start, reference, held_labels, objective, ta
         entries = [tuple(int(i) for i in entries[c]) for c in range(metric.shape[0])]
         return int(order[0] // per), entries, None
     weights = held_weights if held_weights is not None else [None] * len(held_labels)
-    noise = np.array([metric_noise(objective, target, labels, metric[reference[0], k, reference[1], 0], weights[k])
-                      for k, labels in enumerate(held_labels)])
     folds_first = np.moveaxis(metric, 1, 0)
     own = np.stack([metric_noises(objective, target, labels, folds_first[k], weights[k])
                     for k, labels in enumerate(held_labels)])
+    noise = own[(slice(None), *reference)]  # the reference's own noise on each fold
     _, record = select_over_start(folds_first, np.moveaxis(loss, 1, 0), reference, noise, n_se, own)
     eligible = record["eligible"].ravel()
     ranked = [int(flat) for flat in order if eligible[flat]]

@@ -92,7 +92,6 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
     logistic = [init == "logistic" or (init == "mixed" and r == 0) for r in range(n_restarts)]
     metric = np.full((folds, n_restarts, len(grid)), np.nan)
     loss = np.full_like(metric, np.nan)
-    noise = np.zeros(folds)
     candidate_noise = np.full_like(metric, np.nan)
     y_np = yt.cpu().numpy()
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
@@ -104,16 +103,14 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
             scored_run(start, fit, held, settings, max_epochs=max_epochs, shuffle_seed=seeds[r][1], position=position,
                        metric_row=metric[k, r], loss_row=loss[k, r], score_start=logistic[r])
         if any(logistic):
-            first = logistic.index(True)
-            noise[k] = metric_noise(settings["objective"], settings["target"], held.y_np, metric[k, first, 0],
-                                    held.weight_np)
             candidate_noise[k] = metric_noises(settings["objective"], settings["target"], held.y_np, metric[k],
                                                held.weight_np)
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
     gains = dict(mean_gain=None, gain_se=None, bar=None, floor=None, noise_floor=None)
     if any(logistic):
-        (restart, column), gains = select_over_start(metric, loss, (logistic.index(True), 0), noise, n_se,
-                                                     candidate_noise)
+        start = (logistic.index(True), 0)
+        (restart, column), gains = select_over_start(metric, loss, start, candidate_noise[(slice(None), *start)],
+                                                     n_se, candidate_noise)
     else:
         order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(),
                             -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))

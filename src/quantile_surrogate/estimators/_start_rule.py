@@ -149,9 +149,10 @@ def select_over_start(fold_metric, fold_loss, start, noise, n_se: float, candida
         gains = fold_metric - fold_metric[(slice(None), *start)].reshape((folds,) + (1,) * (fold_metric.ndim - 1))
         mean_gain = gains.mean(axis=0)
         gain_se = gains.std(axis=0, ddof=1) / np.sqrt(folds) if folds > 1 else np.zeros_like(mean_gain)
-    floor = float(np.sqrt(np.sum(np.square(noise))) / folds)
+    start_variance = float(np.sum(np.square(noise)))
+    floor = float(np.sqrt(start_variance) / folds)
     own = 0.0 if candidate_noise is None else np.sum(np.square(np.asarray(candidate_noise, dtype=np.float64)), axis=0)
-    floors = np.sqrt(np.sum(np.square(noise)) + own) / folds + np.zeros_like(mean_gain)
+    floors = np.broadcast_to(np.sqrt(start_variance + own) / folds, mean_gain.shape)
     bar = n_se * np.maximum(gain_se, floors)
     with np.errstate(invalid="ignore"):
         eligible = np.isfinite(mean_gain) & (mean_gain > bar) & (mean_gain > 0)
