@@ -34,7 +34,7 @@ from scipy.stats import binom, norm
 from sklearn.linear_model import LogisticRegression
 
 from quantile_surrogate.estimators.calibration import calibrate_threshold
-from quantile_surrogate.guarantees import (
+from quantile_surrogate.objectives.guarantees import (
     fpr_threshold,
     guaranteed_rank,
     rate_threshold,
@@ -51,7 +51,7 @@ def population(t):
 
 
 def plain_rank(n, level):
-    """The paper's point quantile rank, ``max(1, floor(level n))`` (quantile_surrogate._selection.floor_rank)."""
+    """The paper's point quantile rank, ``max(1, floor(level n))`` (quantile_surrogate.quantiles._rank_selection.floor_rank)."""
     return min(max(math.floor(round(level * n, 6)), 1), n)
 
 

@@ -62,7 +62,7 @@ from sklearn.preprocessing import StandardScaler
 
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.datasets import HOUSING_COLUMNS, load_housing
-from quantile_surrogate.thresholds import constraint_threshold, group_constraint_thresholds
+from quantile_surrogate.objectives.thresholds import constraint_threshold, group_constraint_thresholds
 
 CONSTRAINTS = {
     "dp": {"objective": "precision_at_rate", "target": 0.2, "fairlearn": "demographic_parity"},

@@ -53,7 +53,7 @@ from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
-from quantile_surrogate._files import atomic_write
+from quantile_surrogate._utils.files import atomic_write
 from quantile_surrogate.datasets import load_housing, load_ionosphere
 from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
 from quantile_surrogate.objectives import get_objective, objective_metric

@@ -70,7 +70,7 @@ def full_disk(*args, **kwargs):
 
 def deny_temporary_files(monkeypatch):
     """Make creating ``*.tmp`` files fail with EACCES, as in a read-only folder (root ignores the mode bits)."""
-    from quantile_surrogate import _files
+    from quantile_surrogate._utils import files as _files
 
     real_open = os.open
 

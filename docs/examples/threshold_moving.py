@@ -47,7 +47,7 @@ from quantile_surrogate import QuantileClassifier  # noqa: E402
 from quantile_surrogate.datasets import load_ionosphere  # noqa: E402
 from quantile_surrogate.metrics import precision_at_rate, precision_at_recall  # noqa: E402
 from quantile_surrogate.objectives import objective_metric  # noqa: E402
-from quantile_surrogate.thresholds import constraint_threshold  # noqa: E402
+from quantile_surrogate.objectives.thresholds import constraint_threshold  # noqa: E402
 
 OPERATING_POINTS = (("precision_at_rate", 0.05, "predicted positive rate"), ("precision_at_recall", 0.95, "recall"))
 SPLITS = 20

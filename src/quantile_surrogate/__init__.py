@@ -18,7 +18,7 @@ The package, from the top down:
 - Estimators (scikit-learn): :class:`QuantileClassifier`, :class:`QuantileClassifierCV`,
   :class:`QuantileBoostingClassifier`, and thresholds with a held-out guarantee,
   :func:`calibrate_threshold` / :class:`GuaranteedThresholdClassifier`
-  (:mod:`quantile_surrogate.guarantees`).
+  (:mod:`quantile_surrogate.objectives.guarantees`).
 - Training a ``torch.nn.Module``: :func:`train`, :class:`SubsetBatchSampler`.
 - Losses: the functions of :mod:`quantile_surrogate.losses` and their ``torch.nn.Module``
   forms (:class:`PrecisionAtRecallLoss`, ...), built on the differentiable estimators of
@@ -26,7 +26,7 @@ The package, from the top down:
   as LightGBM and XGBoost objectives.
 - Evaluation: the exact metrics of :mod:`quantile_surrogate.metrics`, one registry of
   objectives (:mod:`quantile_surrogate.objectives`) and bootstrap intervals
-  (:mod:`quantile_surrogate.bootstrap`).
+  (:mod:`quantile_surrogate.objectives.bootstrap`).
 
 The paper's errata and the conventions the code follows are in docs/paper_notes.md.
 
@@ -73,7 +73,7 @@ from .losses import (
     rate_constrained_loss,
     recall_at_fpr_loss,
 )
-from .modules import (
+from .losses.modules import (
     PRAUCLoss,
     PrecisionAtRateLoss,
     PrecisionAtRecallLoss,

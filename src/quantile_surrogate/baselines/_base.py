@@ -25,7 +25,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 from ..estimators._threshold import ThresholdedClassifier
 from ..objectives import OBJECTIVES
 

@@ -8,7 +8,7 @@ from sklearn.base import _fit_context
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval
 
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 from ._base import RateBaseline
 
 __all__ = ["LogisticRegressionBaseline"]
@@ -27,7 +27,7 @@ class LogisticRegressionBaseline(RateBaseline):
                  + C \sum_{i=1}^n \log\bigl(1 + e^{-y_i (w \cdot x_i + b)}\bigr),
 
     and the threshold :math:`t` is then the training quantile that meets the constraint, as
-    the quantile loss would put it (see :func:`~quantile_surrogate.thresholds.constraint_threshold`):
+    the quantile loss would put it (see :func:`~quantile_surrogate.objectives.thresholds.constraint_threshold`):
 
     - ``"precision_at_rate"``: :math:`t = q(f(X), 1 - \tau)`, so ``ceil(tau n)`` rows are
       predicted positive (eq. (9), ``\label{eq:unconstrained_fp_at_ppr}``, constraint);

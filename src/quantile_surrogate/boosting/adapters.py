@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_bandwidth, check_number, check_option, check_target
+from .._utils.checks import check_bandwidth, check_number, check_option, check_target
 from ..losses import SURROGATES
 from ..objectives import get_objective
 from ..quantiles import resolve_quantile
@@ -155,7 +155,7 @@ def lightgbm_objective(objective="precision_at_recall", target=0.9, *, form="fp"
 
     Pass it as ``lgb.train(params={"objective": fn, ...})`` or ``LGBMClassifier(objective=fn)``.
     With a custom objective LightGBM returns raw margins: use ``predict(..., raw_score=True)``
-    and threshold them yourself (e.g. with :func:`~quantile_surrogate.thresholds.constraint_threshold`),
+    and threshold them yourself (e.g. with :func:`~quantile_surrogate.objectives.thresholds.constraint_threshold`),
     or use :class:`~quantile_surrogate.estimators.QuantileBoostingClassifier`, which does. To start
     from a log-loss model pass its margins as ``init_score`` or the model as ``init_model``.
     Arguments are checked here, not mid-training.

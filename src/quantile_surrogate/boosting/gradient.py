@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 from ..objectives import get_objective, objective_loss
 
 # SURROGATE_CURVATURES is a detail of the Hessian (documented in objective_gradient_hessian), not in __all__.
@@ -158,7 +158,7 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
     sample_weight : array of shape (n,), optional
         Frequency weights ``v_i >= 0``: ``L = sum_{i in P} v_i l(z_i)`` (plus ``v_i`` times the
         log-loss term) with the weighted quantile threshold of
-        :mod:`quantile_surrogate._weighted`; ``grad`` and ``hess`` are those of this sum (row
+        :mod:`quantile_surrogate.quantiles._weighted`; ``grad`` and ``hess`` are those of this sum (row
         curvatures times ``v_i``), so integer weights equal repeating rows. A row of weight 0
         gets ``grad = 0`` and ``hess = min_hessian``.
 

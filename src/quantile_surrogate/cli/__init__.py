@@ -3,7 +3,7 @@
 Each sub-command lives in the module that owns its logic and registers itself through a
 ``register(subparsers)`` function that sets ``handler`` on its parser:
 
-- ``reproduce``: :mod:`quantile_surrogate.experiments._command` (the paper's tables);
+- ``reproduce``: :mod:`quantile_surrogate.cli._reproduce` (the paper's tables);
 - ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.cli._file_commands` (a user's CSV/Parquet).
 
 Exit status: 0 done; 1 bad data or an output that cannot be written (one line on stderr
@@ -14,19 +14,17 @@ with Ctrl-C (one line).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import sys
 import warnings
 
+from . import _file_commands
+from . import _reproduce as reproduce
 from ._args import OneLineParser
 
 __all__ = ["main"]
 
-COMMAND_MODULES = (
-    "quantile_surrogate.experiments._command",
-    "quantile_surrogate.cli._file_commands",
-)
+COMMAND_MODULES = (_reproduce, _file_commands)
 INTERRUPTED = 130
 """128 + SIGINT, what shells report for a program stopped with Ctrl-C."""
 
@@ -41,8 +39,8 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                         help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 
@@ -94,7 +92,7 @@ def main(argv=None) -> int:
     >>> main(["fit"])  # a bad option: one line on stderr, exit status 2
     2
     """
-    from .._files import OutputPathError
+    from .._utils.files import OutputPathError
     from ._file_io import InputError
 
     name = "quantile-surrogate"

@@ -12,7 +12,7 @@ preprocessing, the label's two classes and the package version, as JSON and tens
 checksum; loading it runs no code from the file (:mod:`.model_file`). ``predict`` and
 ``evaluate`` read the data in chunks, so their memory does not grow with the file. Bad input
 ends with a one-line error that names the file, the column and the problem, a non-zero exit
-status, and no output file (:mod:`quantile_surrogate._files`).
+status, and no output file (:mod:`quantile_surrogate._utils.files`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._files import WriteError, atomic_write, atomic_writes, check_output, check_stdout, describe_errno, output_folder
-from ..bootstrap import bootstrap_metrics
+from .._utils.files import WriteError, atomic_write, atomic_writes, check_output, check_stdout, describe_errno, output_folder
+from ..objectives.bootstrap import bootstrap_metrics
 from ..objectives import OBJECTIVES, get_objective
 from ._args import int_at_least, layer_sizes, open_unit_interval
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 from ._file_io import (InputError, categorical_column, column_warnings, features, iter_table, labels, read_table,
                        schema_of, show)
 from ._report import group_lines, plot_writer, report_text

@@ -36,7 +36,7 @@ def group_lines(column: str, rows) -> list[str]:
     """The per-group table: each metric with its 95 % interval from a bootstrap of that group's rows alone.
 
     ``rows``: ``(group, n_rows, n_positive, table, n_used)`` per group, ``table`` as from
-    :func:`~quantile_surrogate.bootstrap.bootstrap_metrics`.
+    :func:`~quantile_surrogate.objectives.bootstrap.bootstrap_metrics`.
     """
     names = [name for name, *_ in rows[0][3]] if rows else []
     lines = [f"## Per group (column '{column}')", "",

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .. import __version__
-from .._files import atomic_write
+from .._utils.files import atomic_write
 from ._codecs import Payload, dump, from_json, load, to_json
 from ._file_io import InputError
 

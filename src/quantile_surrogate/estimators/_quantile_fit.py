@@ -19,13 +19,13 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 
 from ..training import TrainingDivergedError, train
-from ..training._seeding import restart_seeds, seed_torch
+from .._utils.seeding import restart_seeds, seed_torch
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ._cv_search import FoldData, build_start, held_out_value, scored_run
+from ..selection._cross_fit import FoldData, build_start, held_out_value, scored_run
 from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
-from ._start_rule import metric_noise, metric_noises, select_over_start
+from ..selection._start_rule import metric_noise, metric_noises, select_over_start
 
 __all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "MIN_VALIDATION_ROWS_PER_CLASS", "WORKING_COPY_CHUNK",
            "QuantileFitSteps", "cross_fit_selection", "epoch_grid"]

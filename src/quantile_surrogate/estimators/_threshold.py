@@ -24,7 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..objectives import get_objective, objective_metric
-from ..thresholds import boundary_ties, constraint_threshold, group_constraint_thresholds
+from ..objectives.thresholds import boundary_ties, constraint_threshold, group_constraint_thresholds
 from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 
 __all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "MULTICLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE"]
@@ -148,7 +148,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
     def _record_boundary_ties(self, scores, y01, codes):
         """With ``tie_break="random"``: ``tie_score_`` and ``tie_fraction_`` (one per group with groups), else None.
 
-        See :func:`~quantile_surrogate.thresholds.boundary_ties`: :meth:`predict` then takes each
+        See :func:`~quantile_surrogate.objectives.thresholds.boundary_ties`: :meth:`predict` then takes each
         row scoring exactly ``tie_score_`` as positive with probability ``tie_fraction_``.
         """
         self.tie_score_ = self.tie_fraction_ = None

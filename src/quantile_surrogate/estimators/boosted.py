@@ -23,7 +23,7 @@ from ..quantiles import QUANTILE_ESTIMATORS
 from ._boosting_backends import BACKENDS, make_backend
 from ._groups import split_strata
 from ._threshold import ThresholdedClassifier, refuse_text_columns
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 
 __all__ = ["QuantileBoostingClassifier"]
 
@@ -58,7 +58,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
        refit (the default above 10,000 rows, where one split is used) the first split's
        model, cut after ``k`` quantile rounds, is kept. Either way ``threshold_`` is the
        exact empirical quantile of the training scores
-       (:func:`~quantile_surrogate.thresholds.constraint_threshold`), so the constraint
+       (:func:`~quantile_surrogate.objectives.thresholds.constraint_threshold`), so the constraint
        holds on the training rows.
 
     Parameters

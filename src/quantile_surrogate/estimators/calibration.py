@@ -1,9 +1,9 @@
 r"""Decision thresholds with a held-out guarantee: the scikit-learn side.
 
 The order statistics that carry the guarantee, and their proof, are in
-:mod:`quantile_surrogate.guarantees` (:func:`~quantile_surrogate.guarantees.recall_threshold`,
-:func:`~quantile_surrogate.guarantees.fpr_threshold`,
-:func:`~quantile_surrogate.guarantees.rate_threshold`). This module wraps them for estimators:
+:mod:`quantile_surrogate.objectives.guarantees` (:func:`~quantile_surrogate.objectives.guarantees.recall_threshold`,
+:func:`~quantile_surrogate.objectives.guarantees.fpr_threshold`,
+:func:`~quantile_surrogate.objectives.guarantees.rate_threshold`). This module wraps them for estimators:
 :class:`GuaranteedThresholdClassifier` fits an estimator (or takes a frozen one) and sets the
 guaranteed threshold on held-out rows, one per group with ``groups=``, and
 :func:`calibrate_threshold` does that for an estimator that is already fitted.
@@ -22,7 +22,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..guarantees import (
+from ..objectives.guarantees import (
     BOUNDS,
     guaranteed_rank,
     fpr_threshold,
@@ -34,7 +34,7 @@ from ..objectives import OBJECTIVES
 from ._groups import encode_groups, split_strata
 from ._threshold import ThresholdedClassifier
 
-# The functions of quantile_surrogate.guarantees imported above are documented there, not here.
+# The functions of quantile_surrogate.objectives.guarantees imported above are documented there, not here.
 __all__ = ["GuaranteedThresholdClassifier", "calibrate_threshold", "CONSTRAINTS"]
 
 #: Values of ``constraint=``, one per objective of :data:`~quantile_surrogate.objectives.OBJECTIVES`:
@@ -126,7 +126,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     ValueError
         From ``fit``: a target that is not binary, ``sample_weight`` (see ``fit``), or too
         few held-out rows of the constrained subset (of a group, with ``groups``) for the
-        guarantee: fewer than :func:`~quantile_surrogate.guarantees.min_calibration_size`.
+        guarantee: fewer than :func:`~quantile_surrogate.objectives.guarantees.min_calibration_size`.
     TypeError
         From ``fit`` and ``predict``: an estimator with neither ``decision_function`` nor
         ``predict_proba``.
@@ -134,7 +134,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     See Also
     --------
     calibrate_threshold : The same for an estimator that is already fitted.
-    quantile_surrogate.guarantees.recall_threshold : The order statistic and its proof.
+    quantile_surrogate.objectives.guarantees.recall_threshold : The order statistic and its proof.
     quantile_surrogate.QuantileClassifier : Trains for the operating point; wrap it here to guarantee it.
 
     Notes
@@ -149,7 +149,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
 
     so that :math:`P(\text{recall on new data} \ge c) \ge 1 - \delta` over the draw of the
     held-out rows, whatever the score distribution; FPR and rate use the same rank
-    function (:func:`~quantile_surrogate.guarantees.guaranteed_rank` has the proof).
+    function (:func:`~quantile_surrogate.objectives.guarantees.guaranteed_rank` has the proof).
 
     With ``groups`` the guarantee holds in each group separately, with probability at least
     ``1 - delta`` each. Given the group of every held-out row, the groups' held-out scores are
@@ -377,7 +377,7 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
     See Also
     --------
     GuaranteedThresholdClassifier : Fits the estimator and calibrates on a split of the rows.
-    quantile_surrogate.guarantees.recall_threshold : The threshold from held-out scores alone.
+    quantile_surrogate.objectives.guarantees.recall_threshold : The threshold from held-out scores alone.
 
     Examples
     --------

@@ -21,10 +21,10 @@ from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 from ..objectives import OBJECTIVES, predict_scores
-from ..training._seeding import restart_seeds
-from ._cv_search import FoldData, build_start, family_fold, logistic_restarts, select_by_family, train_from
+from .._utils.seeding import restart_seeds
+from ..selection._cross_fit import FoldData, build_start, family_fold, logistic_restarts, select_by_family, train_from
 from ._groups import split_strata
 from ._quantile_fit import epoch_grid
 from ._threshold import ThresholdedClassifier
@@ -46,7 +46,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
     scored on the held-out fold after 0 (the logistic start as it is), 1, 2, 5, 10, 20, 50, ...
     and ``max_epochs`` epochs with the objective's exact metric at ``target`` (weighted with
     ``sample_weight``, per group with ``groups``). The choice applies the start rule of
-    :class:`QuantileClassifier` (:func:`~quantile_surrogate.estimators._start_rule.select_over_start`)
+    :class:`QuantileClassifier` (:func:`~quantile_surrogate.selection._start_rule.select_over_start`)
     inside each model family, then compares the families:
 
     1. In family :math:`f` the reference :math:`s_f` is the family's logistic start as it is
@@ -62,7 +62,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
        with :math:`z` = ``selection_se``, :math:`p_k` and :math:`q_k` the reference's and the
        entry's metric on fold :math:`k` and :math:`n_k`, :math:`n'_k` the held-out rows each is a
        proportion of (the binomial noise of
-       :func:`~quantile_surrogate.estimators._start_rule.metric_noise`, its counts sums of
+       :func:`~quantile_surrogate.selection._start_rule.metric_noise`, its counts sums of
        ``sample_weight`` when given). The family's entry :math:`x_f` is the passing entry with the largest
        mean metric, ties lexicographically by
        :math:`\big(\tfrac1K \sum_k m_k(x),\ [e = 0],\ -c,\ -\tfrac1K \sum_k L_k(x)\big)` (a

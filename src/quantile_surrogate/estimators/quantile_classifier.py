@@ -23,7 +23,7 @@ from ..training import train
 from ._quantile_fit import QuantileFitSteps
 from ._standardize import standardize_columns
 from ._threshold import ThresholdedClassifier
-from .._validation import check_sample_weight
+from .._utils.checks import check_sample_weight
 
 __all__ = ["QuantileClassifier", "DEFAULT_TARGETS"]
 
@@ -103,7 +103,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         replaces the start only if its mean held-out gain over the start exceeds ``selection_se``
         standard errors (the larger of the fold-to-fold one and the binomial one of the two
         models' metrics),
-        :func:`~quantile_surrogate.estimators._start_rule.select_over_start`; among such
+        :func:`~quantile_surrogate.selection._start_rule.select_over_start`; among such
         candidates the largest gain wins. After a validation split (without groups) the same
         test, with the binomial standard error of the difference, decides between the selected model and the
         start. 0: the best held-out mean wins (a tie keeps the start). No effect with ``init="random"``.
@@ -124,7 +124,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     tie_break : {"none", "random"}, default="none"
         Rows whose score ties at the constraint's boundary cannot be split by a threshold:
         "none" keeps the tie policy (a floor never missed, a ceiling never exceeded; see
-        :func:`~quantile_surrogate.thresholds.constraint_threshold`); "random" makes
+        :func:`~quantile_surrogate.objectives.thresholds.constraint_threshold`); "random" makes
         :meth:`predict` take each tied row as positive with probability ``tie_fraction_``,
         drawn with ``random_state``, so that the rate is met in expectation.
     checkpoint : str, path-like or None, default=None

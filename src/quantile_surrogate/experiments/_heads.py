@@ -27,7 +27,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .._selection import tied_ranks
+from ..quantiles._rank_selection import tied_ranks
 from ..quantiles import KERNELS
 
 __all__ = ["head_losses", "train_linear_heads"]

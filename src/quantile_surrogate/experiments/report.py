@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # files only; no display on servers or in CI
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .._files import atomic_write  # noqa: E402
+from .._utils.files import atomic_write  # noqa: E402
 
 __all__ = ["markdown_table", "gap_table", "plot_precision_at_tau"]
 

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .. import datasets, metrics
 from ..baselines import LagrangianBaseline, LogisticRegressionBaseline
 from ..objectives import predict_scores
-from ..thresholds import constraint_threshold
+from ..objectives.thresholds import constraint_threshold
 from ..training import train
 
 __all__ = ["run_synthetic", "fit_lines", "plot_lines", "RECALLS", "PAPER_SYNTHETIC"]

@@ -29,7 +29,7 @@ Inputs are torch tensors (a list or a NumPy array raises ``TypeError``). Float16
 bfloat16 scores, with or without ``torch.autocast``, are supported: the quantile's ranks
 and weights and the reduction's sums and counts are computed in float32, and the loss
 has the scores' dtype. Under ``torch.compile`` the point and kernel estimators take a
-torch path automatically, since NumPy cannot be compiled (:mod:`quantile_surrogate._selection`);
+torch path automatically, since NumPy cannot be compiled (:mod:`quantile_surrogate.quantiles._rank_selection`);
 with ``validate_args=False`` the losses then compile into one graph. The input checks of
 ``validate_args=True``, ``groups=``, ``empty_subset="raise"`` and the other estimators read
 data on the host and break the graph (the values stay those of eager mode): in a compiled

@@ -1,7 +1,7 @@
 r"""The general rate-constrained loss (eq. (2)) and what it returns; the named losses are special cases.
 
 :func:`rate_constrained_loss` takes any subset ``A`` and any rate; the machinery (thresholds per
-level and group, the penalty, the argument checks) is in :mod:`quantile_surrogate._rate_loss`.
+level and group, the penalty, the argument checks) is in :mod:`quantile_surrogate.losses._rate_loss`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Callable, NamedTuple, Sequence
 
 import torch
 
-from .._rate_loss import SURROGATES as _SURROGATES
-from .._rate_loss import (
+from ._rate_loss import SURROGATES as _SURROGATES
+from ._rate_loss import (
     NO_SUBSET_MESSAGE,
     _check_arguments,
     group_thresholds,
@@ -21,7 +21,7 @@ from .._rate_loss import (
     subset_rows,
     thresholds,
 )
-from .._validation import check_weight_tensor
+from .._utils.checks import check_weight_tensor
 
 __all__ = ["rate_constrained_loss", "QuantileLossOutput", "SURROGATES"]
 
@@ -120,7 +120,7 @@ def rate_constrained_loss(
         the threshold, which becomes the weighted quantile of ``f(A)``: the estimator's
         formula on the weighted empirical distribution ``F_w(s) = sum_{s_i <= s} w_i / W``
         (counts ``N`` replaced by the mass ``W``, ranks by cumulative weights; see
-        :mod:`quantile_surrogate._weighted`). With integer weights loss, threshold and
+        :mod:`quantile_surrogate.quantiles._weighted`). With integer weights loss, threshold and
         gradient equal those of the batch with row ``i`` repeated ``w_i`` times.
     threshold_weight : floating point Tensor of shape (M,), optional
         Weights of ``threshold_scores`` (the threshold is then their weighted quantile).
@@ -169,7 +169,7 @@ def rate_constrained_loss(
     --------
     precision_at_recall_loss, precision_at_rate_loss, recall_at_fpr_loss, pr_auc_loss :
         The named losses, each with its subset fixed.
-    quantile_surrogate.modules.RateConstrainedLoss : The ``torch.nn.Module`` form.
+    quantile_surrogate.losses.modules.RateConstrainedLoss : The ``torch.nn.Module`` form.
     quantile_surrogate.quantiles.QUANTILE_ESTIMATORS : The estimators ``quantile=`` names.
 
     Notes

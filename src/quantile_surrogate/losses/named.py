@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .._rate_loss import _check_named_target
-from .._validation import check_option
+from ._rate_loss import _check_named_target
+from .._utils.checks import check_option
 from .general import rate_constrained_loss
 
 __all__ = ["precision_at_recall_loss", "precision_at_rate_loss", "recall_at_fpr_loss", "pr_auc_loss"]
@@ -58,7 +58,7 @@ def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=
 
     See Also
     --------
-    quantile_surrogate.modules.PrecisionAtRecallLoss : The module form.
+    quantile_surrogate.losses.modules.PrecisionAtRecallLoss : The module form.
     quantile_surrogate.metrics.precision_at_recall : The exact metric.
     pr_auc_loss : The mean over a grid of recalls.
 
@@ -126,7 +126,7 @@ def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", thr
 
     See Also
     --------
-    quantile_surrogate.modules.PrecisionAtRateLoss : The module form.
+    quantile_surrogate.losses.modules.PrecisionAtRateLoss : The module form.
     quantile_surrogate.metrics.precision_at_rate : The exact metric.
 
     Notes
@@ -192,7 +192,7 @@ def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **k
 
     See Also
     --------
-    quantile_surrogate.modules.RecallAtFPRLoss : The module form.
+    quantile_surrogate.losses.modules.RecallAtFPRLoss : The module form.
     quantile_surrogate.metrics.recall_at_fpr : The exact metric.
 
     Notes
@@ -260,7 +260,7 @@ def pr_auc_loss(scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALL
     See Also
     --------
     precision_at_recall_loss : One term of the sum.
-    quantile_surrogate.modules.PRAUCLoss : The module form.
+    quantile_surrogate.losses.modules.PRAUCLoss : The module form.
 
     Notes
     -----

@@ -24,7 +24,7 @@ Precision: every estimator computes its ranks, counts and weights in at least fl
 returns the scores' dtype, so float16 and bfloat16 scores (autocast) give the float32
 estimate rounded once. On the CPU the selection runs in NumPy; under ``torch.compile`` (and
 on other devices) the point and kernel estimators take a torch path with no graph break
-(:mod:`quantile_surrogate._selection`).
+(:mod:`quantile_surrogate.quantiles._rank_selection`).
 
 Conventions (docs/paper_notes.md): ``q(S, c)`` is the quantile from below, so a
 constraint "rate on A >= c" uses the threshold ``q(f(A), 1 - c)``; the losses in
@@ -38,10 +38,10 @@ from typing import Callable, Sequence
 
 import torch
 
-from .._selection import KERNELS as _KERNELS
-from .._selection import SELECTION_ESTIMATORS, selection_estimates
-from .._validation import check_option
-from .._weighted import weighted_estimates
+from ._rank_selection import KERNELS as _KERNELS
+from ._rank_selection import SELECTION_ESTIMATORS, selection_estimates
+from .._utils.checks import check_option
+from ._weighted import weighted_estimates
 from .order_statistics import interval_quantile, lower_mean_quantile, point_quantile
 from .smooth import harrell_davis_quantile, kernel_quantile, kernel_weights
 
@@ -137,8 +137,8 @@ def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], 
     ``quantile`` is a name in :data:`QUANTILE_ESTIMATORS` or a callable (see
     :func:`resolve_quantile`). The point and kernel estimators share one selection (one
     partition or one sort) across the levels and, on the CPU, never index the subset in
-    torch (:mod:`quantile_surrogate._selection`); the others run on ``scores[subset]`` once
-    per level. ``weight`` gives the weighted estimates of :mod:`quantile_surrogate._weighted`
+    torch (:mod:`quantile_surrogate.quantiles._rank_selection`); the others run on ``scores[subset]`` once
+    per level. ``weight`` gives the weighted estimates of :mod:`quantile_surrogate.quantiles._weighted`
     (one sort shared by the levels).
 
     Parameters

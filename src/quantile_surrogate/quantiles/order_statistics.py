@@ -13,9 +13,9 @@ import math
 
 import torch
 
-from .._selection import compute_dtype, floor_rank, selection_estimates
-from .._validation import check_level, check_scores, check_weight_tensor
-from .._weighted import weighted_estimates
+from ._rank_selection import compute_dtype, floor_rank, selection_estimates
+from .._utils.checks import check_level, check_scores, check_weight_tensor
+from ._weighted import weighted_estimates
 
 __all__ = ["point_quantile", "lower_mean_quantile", "interval_quantile"]
 
@@ -68,7 +68,7 @@ def point_quantile(scores: torch.Tensor, level: float, *, weight: torch.Tensor |
 
     Weights. With ``weight=`` the estimate is the same formula on the weighted empirical
     distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative weights
-    (:mod:`quantile_surrogate._weighted`): ``s_(j)`` for the first ``j`` whose cumulative
+    (:mod:`quantile_surrogate.quantiles._weighted`): ``s_(j)`` for the first ``j`` whose cumulative
     weight reaches ``t = min(max(floor(c W), 1), W)``. With integer weights it equals the
     unweighted estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
 
@@ -145,7 +145,7 @@ def lower_mean_quantile(scores: torch.Tensor, level: float, *, weight: torch.Ten
 
     Weights. With ``weight=`` the estimate is the same formula on the weighted empirical
     distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative weights
-    (:mod:`quantile_surrogate._weighted`): the weighted mean of the lowest mass
+    (:mod:`quantile_surrogate.quantiles._weighted`): the weighted mean of the lowest mass
     ``t = min(max(floor(c W), 1), W)`` of the scores. With integer weights it equals the
     unweighted estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
 
@@ -218,7 +218,7 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, weight: 
 
     Weights. With ``weight=`` the estimate is the same formula on the weighted empirical
     distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative weights
-    (:mod:`quantile_surrogate._weighted`): the weighted mean of the order statistics over
+    (:mod:`quantile_surrogate.quantiles._weighted`): the weighted mean of the order statistics over
     the mass ``(floor(W low), floor(W high)]``. With integer weights it equals the unweighted
     estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
 

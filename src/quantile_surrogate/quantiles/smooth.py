@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from scipy.special import betainc
 
-from .._selection import (
+from ._rank_selection import (
     KERNELS,
     compute_dtype,
     floor_rank,
@@ -22,8 +22,8 @@ from .._selection import (
     tied_ranks,
     torch_selection_estimates,
 )
-from .._validation import check_bandwidth, check_level, check_option, check_scores, check_weight_tensor
-from .._weighted import weighted_estimates
+from .._utils.checks import check_bandwidth, check_level, check_option, check_scores, check_weight_tensor
+from ._weighted import weighted_estimates
 
 __all__ = ["kernel_quantile", "harrell_davis_quantile", "kernel_weights"]
 
@@ -168,7 +168,7 @@ def kernel_quantile(
     weight is above ``0.6 eps h`` of the peak (``|i*/N - c| <= 6.2 h`` in float32, ``8.9 h``
     in float64, ``eps`` the machine epsilon of the weights' dtype). For CPU tensors of
     at least 1024 scores the window is bracketed by selection and only its rows are
-    sorted (:mod:`quantile_surrogate._kernel_window`); a certificate bounds the weight
+    sorted (:mod:`quantile_surrogate.quantiles._kernel_window`); a certificate bounds the weight
     left out by ``eps / 2`` of the kept weight, so the result equals the full-sort one to
     within ``eps (max s - min s) / 2``, ties included, and the gradient is exactly 0 (instead
     of below ``eps``) on rows outside the window. Where the certificate fails (heavy ties
@@ -181,7 +181,7 @@ def kernel_quantile(
 
     Weights. With ``weight=`` the estimate is the same formula on the weighted empirical
     distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative weights
-    (:mod:`quantile_surrogate._weighted`): ``sum_j w_(j) K((C*_j/W - c)/h) s_(j) / sum_j
+    (:mod:`quantile_surrogate.quantiles._weighted`): ``sum_j w_(j) K((C*_j/W - c)/h) s_(j) / sum_j
     w_(j) K(...)``, ``C*_j`` the cumulative weight through the ties of ``s_(j)``; it sorts
     every row (no window path). With integer weights it equals the unweighted estimate with
     row ``j`` repeated ``w_j`` times; weight 0 drops a row.
@@ -277,7 +277,7 @@ def harrell_davis_quantile(scores: torch.Tensor, level: float, *, weight: torch.
 
     Weights. With ``weight=`` the estimate is the same formula on the weighted empirical
     distribution, counts replaced by the mass ``W = sum w`` and ranks by cumulative weights
-    (:mod:`quantile_surrogate._weighted`): ``W_j = I_{C_j/W}(a, b) - I_{C_{j-1}/W}(a, b)``
+    (:mod:`quantile_surrogate.quantiles._weighted`): ``W_j = I_{C_j/W}(a, b) - I_{C_{j-1}/W}(a, b)``
     with ``a = (W+1)c``, ``b = (W+1)(1-c)``. With integer weights it equals the unweighted
     estimate with row ``j`` repeated ``w_j`` times; weight 0 drops a row.
 

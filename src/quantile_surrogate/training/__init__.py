@@ -27,7 +27,7 @@ from .sampling import MIN_GROUP_SUBSET_ROWS, SubsetBatchSampler
 from ._state import TrainingData, TrainingSettings, TrainResult
 from ._weighted_loop import WeightedTrainingLoop
 from ._streaming import LoaderTrainingLoop, check_loader, check_loader_options, is_loader
-from .._validation import (
+from .._utils.checks import (
     check_sample_weight,
     check_bandwidth,
     check_finite_number,
@@ -166,7 +166,7 @@ def train(
         parameters are restored), else the epoch training loss (improvement by more than ``tol``).
     sample_weight : array-like or Tensor of shape (n,), optional
         Frequency weights ``w_i >= 0`` (0 drops a row): they weight the loss's sum and its
-        quantile threshold (the weighted quantile of :mod:`quantile_surrogate._weighted`) and
+        quantile threshold (the weighted quantile of :mod:`quantile_surrogate.quantiles._weighted`) and
         the logistic start, so full-batch training on integer weights equals training on the
         rows repeated. Tensor data only (a loader raises ``ValueError``); no checkpoints.
         The validation rows are weighted by ``validation_weight``, not by these.
@@ -220,7 +220,7 @@ def train(
     --------
     quantile_surrogate.QuantileClassifier : The scikit-learn estimator around it.
     quantile_surrogate.objectives.predict_scores : The trained model's scores.
-    quantile_surrogate.thresholds.constraint_threshold : The exact threshold on those scores.
+    quantile_surrogate.objectives.thresholds.constraint_threshold : The exact threshold on those scores.
     quantile_surrogate.training.subset_size.subset_plan : The rule for ``subset_batch_size=None``.
 
     Notes

@@ -23,9 +23,9 @@ from .early_stopping import EarlyStopping
 from .models import decayed_parameters, fit_logistic, reset_parameters
 from .sampling import epoch_batches
 from .subset_size import SubsetPlan, subset_plan
-from ._seeding import clone_state, draw_seed, restart_seeds, seed_torch
+from .._utils.seeding import clone_state, draw_seed, restart_seeds, seed_torch
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
-from .._held_out_metrics import held_out_metric
+from ..metrics._held_out import held_out_metric
 from ..losses.general import _FixedLabelsLoss
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores, training_loss
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ._loop import TrainingLoop
-from .._validation import check_training_data
+from .._utils.checks import check_training_data
 from ..objectives import get_objective, predict_scores, subset_mask
 
 __all__ = ["LoaderData", "LoaderTrainingLoop", "check_loader", "is_loader", "split_batch"]

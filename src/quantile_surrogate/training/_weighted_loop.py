@@ -1,7 +1,7 @@
 """The training loop with row weights (``train(..., sample_weight=)``), kept apart so the unweighted loop is untouched.
 
 Frequency weights ``w_i >= 0`` multiply each row's term of the loss and weight the
-quantile threshold (:mod:`quantile_surrogate._weighted`); the "mean" reduction divides by
+quantile threshold (:mod:`quantile_surrogate.quantiles._weighted`); the "mean" reduction divides by
 the weight of the penalised rows. Full-batch training on integer weights therefore takes
 the same steps as on the rows repeated ``w_i`` times. Minibatches are drawn uniformly over
 rows, as without weights, and each is weighted (an unbiased estimate of the weighted sum).

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from .._files import atomic_write, remove_stale_temporaries
+from .._utils.files import atomic_write, remove_stale_temporaries
 from ._state import LoopState, TrainingSettings
 
 # fingerprint, load_checkpoint and save_checkpoint are the training loop's plumbing (they take its

@@ -37,7 +37,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .. import losses
-from .._validation import check_reduction
+from .._utils.checks import check_reduction
 from ..losses import QuantileLossOutput
 from ..objectives import OBJECTIVES, Objective
 
@@ -290,7 +290,7 @@ def distributed_loss(
 
 
 class DistributedQuantileLoss(nn.Module):
-    """Wrap a loss module of :mod:`quantile_surrogate.modules` so that its threshold is global.
+    """Wrap a loss module of :mod:`quantile_surrogate.losses.modules` so that its threshold is global.
 
     ``DistributedQuantileLoss(PrecisionAtRecallLoss(0.9))(scores, labels)`` calls
     :func:`distributed_loss` with the wrapped module's settings; ``threshold`` keeps the
@@ -299,7 +299,7 @@ class DistributedQuantileLoss(nn.Module):
     Parameters
     ----------
     loss : torch.nn.Module
-        A loss module of :mod:`quantile_surrogate.modules` (``PrecisionAtRecallLoss``, ...).
+        A loss module of :mod:`quantile_surrogate.losses.modules` (``PrecisionAtRecallLoss``, ...).
     average_gradients : bool, default=True
         As in :func:`distributed_loss`: scale by the world size for DDP's averaging.
     group : ProcessGroup, optional
@@ -313,7 +313,7 @@ class DistributedQuantileLoss(nn.Module):
     Raises
     ------
     TypeError
-        If ``loss`` is not a loss module of :mod:`quantile_surrogate.modules`.
+        If ``loss`` is not a loss module of :mod:`quantile_surrogate.losses.modules`.
 
     Examples
     --------
@@ -330,7 +330,7 @@ class DistributedQuantileLoss(nn.Module):
     def __init__(self, loss: nn.Module, *, average_gradients: bool = True, group=None):
         super().__init__()
         if getattr(type(loss), "_function", None) not in LOSS_ROWS:
-            raise TypeError(f"`loss` must be a loss module of quantile_surrogate.modules; got {type(loss).__name__}.")
+            raise TypeError(f"`loss` must be a loss module of quantile_surrogate.losses.modules; got {type(loss).__name__}.")
         self.loss = loss
         self.average_gradients = average_gradients
         self.group = group

@@ -23,7 +23,7 @@ import math
 import torch
 from torch.utils.data import Sampler, default_collate
 
-from .._validation import check_group_codes, check_integer, check_labels, check_target
+from .._utils.checks import check_group_codes, check_integer, check_labels, check_target
 from ..objectives import get_objective, subset_mask
 from .subset_size import default_subset_batch_size
 

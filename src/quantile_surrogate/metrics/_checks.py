@@ -1,0 +1,43 @@
+"""The argument checks and the undefined-metric warning shared by the exact metrics (private)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
+
+from .._utils.checks import check_sample_weight
+
+__all__ = ["UNDEFINED_MESSAGE", "check_arrays", "undefined", "checked_weights"]
+
+
+UNDEFINED_MESSAGE = "{metric} is undefined: `y_true` has no {missing}. Returning NaN."
+
+
+def undefined(metric: str, missing: str) -> float:
+    warnings.warn(UNDEFINED_MESSAGE.format(metric=metric, missing=missing), UndefinedMetricWarning, stacklevel=3)
+    return math.nan
+
+
+def check_arrays(y_true, y_score):
+    y_true = np.asarray(y_true)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1 or y_score.ndim != 1:
+        raise ValueError(f"`y_true` and `y_score` must be 1-D; got shapes {y_true.shape} and {y_score.shape}.")
+    if y_true.shape[0] != y_score.shape[0]:
+        raise ValueError(f"`y_true` has {y_true.shape[0]} entries but `y_score` has {y_score.shape[0]}.")
+    if y_true.shape[0] == 0:
+        raise ValueError("`y_true` is empty.")
+    if not np.isfinite(y_score).all():
+        raise ValueError("`y_score` contains NaN or inf.")
+    values = set(np.unique(y_true).tolist())
+    if not values <= {0, 1, -1, True, False}:
+        raise ValueError(f"`y_true` must be binary (0/1, bool, or -1/1); got values {sorted(values)[:6]}.")
+    return (y_true == 1), y_score
+
+
+def checked_weights(sample_weight, n: int):
+    """``None``, or the checked float64 frequency weights (one per row; see ``check_sample_weight``)."""
+    return None if sample_weight is None else check_sample_weight(sample_weight, n)

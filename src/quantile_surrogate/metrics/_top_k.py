@@ -1,0 +1,228 @@
+"""Precision among the top ``K`` rows (Precision@K, Precision@tau): the exact metrics of a capacity (private).
+
+Public as :func:`quantile_surrogate.metrics.precision_at_k`, ``precision_at_rate`` and
+``count_at_rate``; kept apart from the curve-based metrics because they need no curve: one
+partition finds the ``K``-th score, and ties there are shared by their positive fraction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import check_arrays, checked_weights
+from .._utils.checks import check_target
+
+__all__ = ["count_at_rate", "precision_at_k", "precision_at_rate", "top_k_precision"]
+
+
+def top_k_precision(positive: np.ndarray, y_score: np.ndarray, k: int) -> float:
+    """:func:`precision_at_k` on checked arrays, unweighted: the ``k``-th score's ties shared by their positive fraction.
+
+    One partition: ``kth`` is the ``k``-th highest score, the rows above it count whole and the
+    ``k - |above|`` places left go to the tied rows at their positive fraction.
+    """
+    n = y_score.shape[0]
+    kth = np.partition(y_score, n - k)[n - k]
+    above = y_score > kth
+    tied = y_score == kth
+    hits = positive[above].sum() + (k - above.sum()) * positive[tied].mean()
+    return float(hits / k)
+
+
+def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
+    r"""The number of rows ``K`` that a predicted positive rate selects out of ``n``.
+
+    Parameters
+    ----------
+    n : int
+        The number of rows.
+    rate : float
+        The predicted positive rate ``tau`` (not checked here).
+    rounding : {"ceil", "floor"}, default="ceil"
+        How ``tau n`` is rounded to a count.
+
+    Returns
+    -------
+    int
+        ``K`` in ``1..n``.
+
+    Raises
+    ------
+    ValueError
+        If ``rounding`` is neither "ceil" nor "floor".
+
+    See Also
+    --------
+    precision_at_rate : Precision among the top ``K``.
+
+    Notes
+    -----
+    .. math::
+        K = \min\big(\max(\lceil \tau n \rceil, 1), n\big) \quad \text{or} \quad
+        \min\big(\max(\lfloor \tau n \rfloor, 1), n\big),
+
+    with ``tau n`` rounded to 6 decimals first so that float noise does not move ``K``
+    (``0.1 * 30 = 3.0000000000000004``). The point-estimator threshold ``q(f(X), 1 - tau)``
+    predicts ``ceil(tau n)`` positives, hence the default; the paper's Housing table looks
+    like ``floor`` (docs/paper_notes.md).
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import count_at_rate
+    >>> count_at_rate(30, 0.1), count_at_rate(100, 0.015), count_at_rate(100, 0.015, "floor")
+    (3, 2, 1)
+    """
+    exact = round(rate * n, 6)
+    if rounding == "ceil":
+        k = math.ceil(exact)
+    elif rounding == "floor":
+        k = math.floor(exact)
+    else:
+        raise ValueError(f"`rounding` must be 'ceil' or 'floor'; got {rounding!r}.")
+    return int(min(max(k, 1), n))
+
+
+def precision_at_k(y_true, y_score, k: int, *, sample_weight=None) -> float:
+    r"""Precision among the ``k`` highest scores, with ties at the k-th score shared fairly.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: {0, 1}, bool, or {-1, 1}; 1 (True) is positive.
+    y_score : array-like of shape (n,)
+        Finite scores, higher is more positive (any monotone scale: margins or probabilities).
+    k : int or float
+        How many top rows to count, ``1 <= k <= n``; with ``sample_weight`` a mass,
+        ``1 <= k <= sum w``.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero: an integer weight counts a row that many
+        times, 0 drops it.
+
+    Returns
+    -------
+    float
+        The precision among the top ``k``.
+
+    Raises
+    ------
+    ValueError
+        For the bad arrays and weights of :func:`precision_at_recall`, or ``k`` out of range.
+
+    See Also
+    --------
+    precision_at_rate : The same with ``k`` from a rate.
+
+    Notes
+    -----
+    With ``s_k`` the k-th largest score, ``a`` the rows above it and ``T`` the rows tied
+    with it:
+
+    .. math::
+        P@k = \frac{1}{k}\Big(\sum_{i \in a} y_i + (k - |a|)\, \frac{1}{|T|} \sum_{i \in T} y_i\Big),
+
+    the expected precision under a random tie-break; it does not depend on the order of
+    the rows. With ``sample_weight`` the counts are sums of weights: the weighted positives
+    among the top weight ``k``, the tie at the score where the cumulative weight from the
+    top reaches ``k`` shared by its weighted positive fraction; an integer weight equals
+    repeating the row.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import precision_at_k
+    >>> precision_at_k([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 2)
+    0.5
+    >>> precision_at_k([1, 0, 1, 0], [0.9, 0.5, 0.5, 0.1], 2)  # 1 + (2 - 1) * 1/2 hits out of 2
+    0.75
+    """
+    positive, y_score = check_arrays(y_true, y_score)
+    if sample_weight is not None:
+        return _weighted_precision_at_k(positive, y_score, k, checked_weights(sample_weight, y_score.size))
+    n = y_score.shape[0]
+    if not 1 <= k <= n:
+        raise ValueError(f"`k` must be in [1, {n}]; got {k}.")
+    return top_k_precision(positive, y_score, k)
+
+
+def _weighted_precision_at_k(positive, y_score, k, weight) -> float:
+    total = float(weight.sum())
+    if not 1 <= k <= total * (1 + 1e-12):
+        raise ValueError(f"`k` must be in [1, {total}] (the total `sample_weight`); got {k}.")
+    keep = weight > 0
+    positive, y_score, weight = positive[keep], y_score[keep], weight[keep]
+    order = np.argsort(-y_score, kind="stable")
+    cum = np.cumsum(weight[order])
+    kth = y_score[order][min(np.searchsorted(cum, k * (1 - 1e-12)), cum.size - 1)]
+    above, tied = y_score > kth, y_score == kth
+    mass_above = weight[above].sum()
+    tie_precision = weight[tied & positive].sum() / weight[tied].sum()
+    hits = weight[above & positive].sum() + (k - mass_above) * tie_precision
+    return float(hits / k)
+
+
+def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil", *, sample_weight=None) -> float:
+    r"""Precision at a predicted positive rate (Precision@tau): precision among the top ``K`` scores.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,)
+        Binary labels: {0, 1}, bool, or {-1, 1}; 1 (True) is positive.
+    y_score : array-like of shape (n,)
+        Finite scores, higher is more positive (any monotone scale: margins or probabilities).
+    rate : float in (0, 1)
+        The predicted positive rate ``tau``.
+    rounding : {"ceil", "floor"}, default="ceil"
+        How ``K`` is counted, see :func:`count_at_rate`.
+    sample_weight : array-like of shape (n,), optional
+        Frequency weights ``w_i >= 0``, not all zero: an integer weight counts a row that many
+        times, 0 drops it.
+
+    Returns
+    -------
+    float
+        :func:`precision_at_k` at ``K = count_at_rate(n, rate, rounding)``.
+
+    Raises
+    ------
+    TypeError
+        If ``rate`` is not a number, or ``sample_weight`` not numeric.
+    ValueError
+        If the arrays are not 1-D, of one length and non-empty, ``y_score`` holds NaN or inf,
+        ``y_true`` is not binary, ``rate`` is not strictly between 0 and 1, or
+        ``sample_weight`` has the wrong length, NaN, a negative value or a zero sum,
+        or ``rounding`` is unknown.
+
+    See Also
+    --------
+    quantile_surrogate.losses.precision_at_rate_loss : Its training surrogate (eqs. (9), (10)).
+
+    Notes
+    -----
+    The objective of eq. (8), precision subject to :math:`r_X(f, \theta) = \tau`, evaluated
+    exactly:
+
+    .. math::
+        P@\tau = P@K, \qquad K = \lceil \tau n \rceil,
+
+    ties at the K-th score shared as in :func:`precision_at_k`. With ``sample_weight`` ``n`` is
+    the total weight ``W`` and ``K = ceil(tau W)`` a mass.
+
+    Examples
+    --------
+    >>> from quantile_surrogate.metrics import precision_at_rate
+    >>> precision_at_rate([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.3)  # K = ceil(1.2) = 2
+    0.5
+    >>> precision_at_rate([1, 0, 1, 0], [0.9, 0.8, 0.7, 0.1], 0.3, "floor")  # K = 1
+    1.0
+    """
+    rate = check_target(rate, "rate")
+    if sample_weight is not None:
+        weight = checked_weights(sample_weight, len(y_score))
+        total = float(weight.sum())
+        exact = round(rate * total, 6)
+        k = math.ceil(exact) if rounding == "ceil" else math.floor(exact)
+        if rounding not in ("ceil", "floor"):
+            raise ValueError(f"`rounding` must be 'ceil' or 'floor'; got {rounding!r}.")
+        return precision_at_k(y_true, y_score, min(max(k, 1), total), sample_weight=weight)
+    return precision_at_k(y_true, y_score, count_at_rate(len(y_score), rate, rounding))

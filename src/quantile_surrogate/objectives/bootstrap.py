@@ -1,0 +1,258 @@
+r"""Percentile-bootstrap intervals of the metrics at a deployed threshold, from row counts.
+
+A bootstrap resample of ``n`` rows is the original rows with multiplicities
+:math:`w_i \in \{0, 1, \dots\}`, :math:`\sum_i w_i = n`. Its rows sort in the original
+order, so with the rows sorted once by decreasing score the weighted counts
+
+.. math::
+    TP_j = \sum_{i \le e_j} w_i [y_i = 1], \qquad FP_j = \sum_{i \le e_j} w_i [y_i = 0]
+
+at the last row :math:`e_j` of each group of tied scores give every threshold's confusion
+counts of every resample at once (one cumulative sum over a (B, n) array). From them:
+
+- precision, recall and predicted positive rate at the deployed threshold (``score > 0``);
+- the objective's exact metric (:mod:`quantile_surrogate.metrics`), read off the counts by
+  the rule of its (subset, bound) in :data:`~quantile_surrogate.objectives.OBJECTIVES`:
+  the best precision over the thresholds whose recall on the positives is at least the
+  target; the best recall over the thresholds whose rate on the negatives (FPR) is at most
+  the target; or the precision among the top :math:`k = \lceil \tau n \rceil` rows
+  (:func:`~quantile_surrogate.metrics.count_at_rate`), rows tied with the k-th shared fairly.
+
+The values equal :mod:`quantile_surrogate.metrics` on the explicitly resampled arrays (tested).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import metrics
+from .._utils.checks import check_integer
+from ._registry import get_objective
+
+# SortedScores and metrics_from_counts are the counting machinery of bootstrap_metrics (tested
+# directly): importable from here, but not the public surface.
+__all__ = ["bootstrap_metrics", "REPORTED_METRICS"]
+
+#: The names of the first three rows of :func:`bootstrap_metrics` (precision, recall and predicted
+#: positive rate at ``score > 0``); the fourth row is the objective's metric.
+REPORTED_METRICS = ("precision at the deployed threshold", "recall at the deployed threshold",
+                    "predicted positive rate at the deployed threshold")
+
+TOLERANCE = 1e-12
+"""Slack on the constraint, as :func:`~quantile_surrogate.metrics.precision_at_recall` uses."""
+
+MAX_CELLS = 2_000_000
+"""Resamples are drawn in chunks of at most this many (resample, row) cells, which bounds memory."""
+
+
+class SortedScores:
+    """Rows sorted by decreasing score (stable), with the last index of each group of tied scores (internal).
+
+    Parameters
+    ----------
+    positive : array-like of bool of shape (n,)
+        True on the positive rows.
+    score : array-like of shape (n,)
+        Finite scores; the deployed threshold is ``score > 0``.
+
+    Attributes
+    ----------
+    order : ndarray of int
+        The permutation that sorts the rows.
+    score, positive : ndarray
+        In that order.
+    ends : ndarray of bool
+        True at the last row of each tie group.
+    flagged : ndarray of bool
+        ``score > 0``, the deployed threshold.
+
+    Raises
+    ------
+    ValueError
+        If the arrays are not 1-D, non-empty and of one length, or a score is NaN or inf.
+    """
+
+    def __init__(self, positive, score):
+        positive = np.asarray(positive, dtype=bool)
+        score = np.asarray(score, dtype=np.float64)
+        if positive.shape != score.shape or positive.ndim != 1 or positive.size == 0:
+            raise ValueError(f"`positive` and `score` must be 1-D, non-empty and of one length; got shapes "
+                             f"{positive.shape} and {score.shape}.")
+        if not np.isfinite(score).all():
+            raise ValueError("`score` contains NaN or inf.")
+        order = np.argsort(-score, kind="stable")
+        self.order, self.score, self.positive = order, score[order], positive[order]
+        self.ends = np.r_[self.score[1:] != self.score[:-1], True]
+        self.flagged = self.score > 0
+
+
+def _best_precision_at_recall(tp, fp, n_pos, n_neg, n, target):
+    good = tp / n_pos[:, None] >= target - TOLERANCE
+    return np.where(good, tp / (tp + fp), -np.inf).max(axis=1)
+
+
+def _best_recall_at_fpr(tp, fp, n_pos, n_neg, n, target):
+    good = fp / n_neg[:, None] <= target + TOLERANCE
+    return np.where(good, tp / n_pos[:, None], 0.0).max(axis=1)
+
+
+def _precision_at_top_k(tp, fp, n_pos, n_neg, n, target):
+    """Precision among the top ``k = count_at_rate(n, target)``; the tie group that holds the k-th row is shared."""
+    k = metrics.count_at_rate(n, target)
+    seen = tp + fp
+    g = np.argmax(seen >= k, axis=1)  # the tie group holding the k-th row
+    rows = np.arange(seen.shape[0])
+    before = np.where(g > 0, seen[rows, g - 1], 0.0)
+    tp_before = np.where(g > 0, tp[rows, g - 1], 0.0)
+    tied_tp = tp[rows, g] - tp_before
+    return (tp_before + (k - before) * tied_tp / (seen[rows, g] - before)) / k
+
+
+_COUNT_METRICS = {
+    ("positives", "at_least"): _best_precision_at_recall,  # precision at recall >= target
+    ("negatives", "at_most"): _best_recall_at_fpr,  # recall at FPR <= target
+    ("all", "at_most"): _precision_at_top_k,  # precision at predicted positive rate (a capacity)
+}
+"""The objective's metric from cumulative counts, by the (subset, bound) of its registry entry."""
+
+
+def _count_metric(objective):
+    spec = get_objective(objective)
+    try:
+        return _COUNT_METRICS[spec.subset, spec.bound]
+    except KeyError:
+        raise ValueError(f"The bootstrap has no counting rule for objective {spec.name!r} (subset {spec.subset!r}, "
+                         f"bound {spec.bound!r}); add one to bootstrap._COUNT_METRICS.") from None
+
+
+def metrics_from_counts(data: SortedScores, counts, objective, target: float) -> np.ndarray:
+    """The four reported metrics of resamples given as row counts, shape (B, 4) (internal).
+
+    Parameters
+    ----------
+    data : SortedScores
+        The rows, sorted once.
+    counts : array-like of shape (B, n)
+        How often each row (in ``data``'s sorted order) is in each resample.
+    objective : str or Objective
+    target : float
+
+    Returns
+    -------
+    ndarray of shape (B, 4)
+        Columns: precision, recall and predicted positive rate at ``score > 0``, and the
+        objective's metric at ``target``. A resample without a predicted positive has
+        precision NaN; one without a positive (or negative) row gives NaN or inf where a rate
+        is undefined.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    metric = _count_metric(objective)
+    n = counts.shape[1]
+    pos_counts = counts * data.positive
+    tp = np.cumsum(pos_counts, axis=1)[:, data.ends]
+    fp = np.cumsum(counts - pos_counts, axis=1)[:, data.ends]
+    n_pos, n_neg = tp[:, -1], fp[:, -1]
+    flagged = counts[:, data.flagged].sum(axis=1)
+    hits = pos_counts[:, data.flagged].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.column_stack([hits / flagged, hits / n_pos, flagged / n, metric(tp, fp, n_pos, n_neg, n, target)])
+
+
+def _resample_counts(rng, n: int, size: int, order) -> np.ndarray:
+    """(size, n) multiplicities of ``size`` resamples of ``n`` rows drawn with replacement, in ``order``."""
+    rows = rng.integers(0, n, size=(size, n)) + n * np.arange(size)[:, None]
+    return np.bincount(rows.ravel(), minlength=size * n).reshape(size, n)[:, order]
+
+
+def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples: int = 1000, seed: int = 0):
+    r"""Point values and 95 % percentile-bootstrap intervals of the four reported metrics.
+
+    Parameters
+    ----------
+    positive : array-like of bool of shape (n,)
+        True on the positive rows.
+    score : array-like of shape (n,)
+        Finite scores relative to the deployed threshold: a row is flagged iff ``score > 0``
+        (pass ``decision_function`` values, or scores minus the threshold).
+    objective : str or Objective
+        A key of :data:`~quantile_surrogate.objectives.OBJECTIVES`: the fourth row is its
+        exact metric at ``target``.
+    target : float
+        The objective's recall, predicted positive rate or false positive rate.
+    n_resamples : int >= 1, default=1000
+        How many bootstrap resamples to draw.
+    seed : int, default=0
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    rows : list of (name, value, low, high)
+        :data:`REPORTED_METRICS` and the objective's metric name, each with its value on the
+        given rows and the 2.5 % and 97.5 % percentiles over the resamples (NaN if none is finite).
+    n_used : int
+        Resamples that had both classes.
+
+    Raises
+    ------
+    ValueError
+        If ``n_resamples`` is not an integer >= 1, the objective is unknown, or the arrays are
+        not 1-D, non-empty and of one length, or a score is NaN or inf.
+
+    See Also
+    --------
+    quantile_surrogate.metrics : The metrics, on explicitly resampled arrays.
+
+    Notes
+    -----
+    Rows are resampled with replacement ``n_resamples`` times; resamples with a single class
+    are skipped (recall and the objective are undefined there), and a resample with no
+    predicted positive has no precision (left out of that interval). A resample is a vector of
+    multiplicities :math:`w_i`, :math:`\sum_i w_i = n`; with the rows sorted once by decreasing
+    score, the counts at the last row :math:`e_j` of each tie group,
+
+    .. math::
+        TP_j = \sum_{i \le e_j} w_i [y_i = 1], \qquad FP_j = \sum_{i \le e_j} w_i [y_i = 0],
+
+    give every threshold's confusion counts of every resample in one cumulative sum, from
+    which the metrics are read by the rule of the objective (see the module docstring).
+    The values equal those of :mod:`quantile_surrogate.metrics` on the resampled arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from quantile_surrogate.objectives.bootstrap import bootstrap_metrics
+    >>> positive = np.array([True, True, False, False])
+    >>> rows, used = bootstrap_metrics(positive, np.array([2.0, 1.0, -1.0, -2.0]), "precision_at_recall", 0.5,
+    ...                                n_resamples=20)
+    >>> [(name.split(" at ")[0], value, low, high) for name, value, low, high in rows][:2]
+    [('precision', 1.0, 1.0, 1.0), ('recall', 1.0, 1.0, 1.0)]
+
+    On noisier scores each interval brackets its point value:
+
+    >>> rng = np.random.default_rng(0)
+    >>> positive = rng.random(200) < 0.3
+    >>> rows, used = bootstrap_metrics(positive, positive + rng.normal(size=200) - 0.8, "precision_at_recall", 0.8,
+    ...                                n_resamples=200)
+    >>> [(round(value, 3), bool(low <= value <= high)) for _, value, low, high in rows], used
+    ([(0.474, True), (0.509, True), (0.285, True), (0.478, True)], 200)
+    """
+    n_resamples = check_integer(n_resamples, "n_resamples", minimum=1)
+    spec = get_objective(objective)
+    data = SortedScores(positive, score)
+    n = data.score.size
+    point = metrics_from_counts(data, np.ones((1, n)), spec, target)[0]
+    rng = np.random.default_rng(seed)
+    chunk = max(1, MAX_CELLS // n)
+    draws = []
+    for start in range(0, n_resamples, chunk):
+        counts = _resample_counts(rng, n, min(chunk, n_resamples - start), data.order)
+        n_pos = counts[:, data.positive].sum(axis=1)
+        draws.append(metrics_from_counts(data, counts[(n_pos > 0) & (n_pos < n)], spec, target))
+    draws = np.concatenate(draws)
+    names = [*REPORTED_METRICS, spec.metric_name.format(target=target) + " (the objective)"]
+    table = []
+    for j, name in enumerate(names):
+        column = draws[:, j][np.isfinite(draws[:, j])]
+        low, high = np.percentile(column, [2.5, 97.5]) if column.size else (np.nan, np.nan)
+        table.append((name, float(point[j]), float(low), float(high)))
+    return table, int(draws.shape[0])

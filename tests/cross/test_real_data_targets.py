@@ -1,0 +1,69 @@
+"""The issue-12 target tables read from a per-split benchmark CSV (benchmarks/real_data_targets.py)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+targets = load("real_data_targets")
+
+
+def frame(values: dict, name="s", objective="precision_at_rate", target=0.05):
+    """Rows of real_data.py's CSV from {method: per-split values}."""
+    return pd.DataFrame([dict(set=name, objective=objective, target=target, method=m, split=k, value=v, n_train=100)
+                         for m, vs in values.items() for k, v in enumerate(vs)])
+
+
+def test_paired_difference_is_the_mean_and_standard_error_of_the_split_differences():
+    wide = frame({"a": [0.5, 0.7, 0.6], "b": [0.4, 0.4, 0.6]}).pivot_table(index="split", columns="method",
+                                                                             values="value")
+    mean, se = targets.paired(wide, "a", "b")
+    diff = np.array([0.1, 0.3, 0.0])
+    assert mean == pytest.approx(diff.mean()) and se == pytest.approx(diff.std(ddof=1) / np.sqrt(3))
+
+
+@pytest.mark.parametrize(("mean", "se", "within_se", "missed"), [
+    (-0.011, 0.02, False, True),   # more than 0.01 below
+    (-0.009, 0.02, False, False),
+    (-0.002, 0.001, True, True),   # more than one s.e. below
+    (-0.002, 0.001, False, False),
+    (-0.001, 0.001, True, False),  # exactly one s.e.: met
+])
+def test_verdict_marks_exactly_the_misses(mean, se, within_se, missed):
+    assert (targets.verdict(mean, se, within_se) == " ✗") is missed
+
+
+def test_the_cv_is_compared_with_the_family_whose_test_mean_is_higher():
+    rows = frame({"quantile_cv": [0.80, 0.80, 0.80], "quantile_linear": [0.70, 0.95, 0.70],
+                  "quantile_mlp": [0.82, 0.82, 0.82], "logistic": [0.7, 0.95, 0.7]})
+    table = targets.tables(rows)
+    # MLP's mean 0.82 beats the linear 0.783: CV - MLP = -0.02 on every split, a miss.
+    assert "-0.0200 ± 0.0000 ✗ (MLP)" in table
+    assert "CV − better of linear/MLP: met on 0 of 1 sets (missed: s)" in table
+    assert "| s | 100 | +0.0000 ± 0.0000 |" in table  # QC - logistic
+
+
+def test_benchmark_refuses_an_unknown_method(capsys):
+    with pytest.raises(SystemExit):
+        load("real_data").main(["--methods", "logistic,bogus"])
+    assert "unknown ['bogus']" in capsys.readouterr().err
+
+
+def test_several_csv_files_are_read_as_one(tmp_path, capsys):
+    linear = frame({"quantile_linear": [0.5, 0.6], "logistic": [0.5, 0.5]})
+    (tmp_path / "a.csv").write_text(linear[linear.split == 0].to_csv(index=False))
+    (tmp_path / "b.csv").write_text(linear[linear.split == 1].to_csv(index=False))
+    targets.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    assert "(2 splits)" in capsys.readouterr().out

@@ -1,0 +1,354 @@
+"""Algorithm 1's minibatches (quantile_surrogate.training.sampling): which rows set the threshold."""
+
+import numpy as np
+import pytest
+import torch
+
+from quantile_surrogate.training import objective_loss, subset_mask, train
+from quantile_surrogate.training.sampling import (
+    MIN_GROUP_SUBSET_ROWS,
+    SubsetBatchSampler,
+    epoch_batches,
+    group_shares,
+    subset_batches,
+)
+from quantile_surrogate.training.subset_size import TAIL_ROWS, SubsetPlan, default_subset_batch_size, subset_plan
+from tests.training.test_train import blobs, linear, params
+
+torch.set_num_threads(1)
+
+
+def trained(built):
+    """Inputs seen by the one model that trained (train also builds models only to probe and to load into)."""
+    (model,) = [m for m in built if m.inputs]
+    return model.inputs
+
+
+# -- in the training loop ------------------------------------------------------------------------
+class Recorder(torch.nn.Module):
+    """A linear model that remembers the inputs of each forward pass."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.linear = torch.nn.Linear(d, 1)
+        self.inputs = []
+
+    def forward(self, x):
+        if self.training:
+            self.inputs.append(x.detach().clone())
+        return self.linear(x)
+
+
+@pytest.mark.parametrize("objective,in_subset", [
+    ("precision_at_recall", lambda flag: flag == 1),
+    ("recall_at_fpr", lambda flag: flag == 0),
+    ("precision_at_rate", lambda flag: flag >= 0),
+])
+def test_the_subset_minibatch_comes_from_A_only(objective, in_subset):
+    X, y = blobs(n=200)
+    X = torch.cat([X, y[:, None].double()], dim=1)  # last column: the label, to see where rows come from
+    built = []  # train deep-copies a module template, so record through a factory
+
+    def factory():
+        built.append(Recorder(4))
+        return built[-1]
+
+    train(factory, X, y, objective=objective, target=0.5, batch_size=50, subset_batch_size=7, max_epochs=2,
+          random_state=0)
+    inputs = trained(built)
+    assert len(inputs) == 2 * 4  # 2 epochs of 200 / 50 batches, one forward pass each
+    for x in inputs:
+        assert x.shape[0] == 50 + 7
+        assert bool(in_subset(x[50:, -1]).all())
+    # Over one epoch the subset stream visits distinct rows of A before repeating any.
+    a_rows = torch.cat([x[50:] for x in inputs[:4]])
+    n_subset = int(subset_mask(y, objective).sum())
+    assert torch.unique(a_rows, dim=0).shape[0] == min(28, n_subset)
+
+
+def test_subset_from_batch_uses_the_batch_rows_of_A():
+    X, y = blobs(n=200)
+    seen = []
+
+    def quantile(scores, level):
+        seen.append(scores.numel())
+        return scores.min()
+
+    built = []
+
+    def factory():
+        built.append(Recorder(3))
+        return built[-1]
+
+    train(factory, X, y, objective="precision_at_recall", target=0.5, batch_size=50, subset_from_batch=True,
+          quantile=quantile, max_epochs=1, random_state=0)
+    batches = trained(built)
+    positives = [int(y[(X[:, None, :] == b[None]).all(-1).any(-1)].sum()) for b in batches]
+    assert [x.shape[0] for x in batches] == [50] * 4
+    assert seen[:4] == positives  # then one full-batch call for the final training loss
+
+
+def test_full_batch_is_one_forward_pass_per_epoch():
+    X, y = blobs()
+    built = []
+
+    def factory():
+        built.append(Recorder(3))
+        return built[-1]
+
+    train(factory, X, y, batch_size=None, max_epochs=3, random_state=0)
+    assert [x.shape[0] for x in trained(built)] == [300] * 3
+
+
+@pytest.mark.parametrize("objective", ["precision_at_recall", "recall_at_fpr"])
+def test_the_full_batch_threshold_is_the_quantile_of_A_only(objective):
+    X, y = blobs()
+    seen = []
+    result = train(linear(), X, y, objective=objective, target=0.3, max_epochs=1, random_state=0, callback=seen.append)
+    start = torch.nn.Linear(3, 1).double()
+    start.load_state_dict(result.initial_state)
+    with torch.no_grad():
+        scores = start(X).reshape(-1)
+    expected = objective_loss(scores, y.bool(), objective=objective, target=0.3,
+                              threshold_scores=scores[subset_mask(y, objective)])
+    # The first epoch's loss and threshold are those of the start, with theta = q(f(A), 1 - c).
+    assert result.loss_curve[0] == pytest.approx(float(expected.loss), rel=1e-12)
+    assert seen[0]["threshold"] == pytest.approx(float(expected.threshold), rel=1e-12)
+    everyone = objective_loss(scores, y.bool(), objective=objective, target=0.3, threshold_scores=scores)
+    assert abs(float(everyone.threshold) - float(expected.threshold)) > 0.05  # all rows would be another threshold
+
+
+def test_epoch_batches_are_a_seeded_pass_over_the_rows_and_a_stream_over_A():
+    subset_index = torch.tensor([1, 4, 5, 8, 9, 12, 17])
+    draw = lambda: epoch_batches(20, 6, torch.Generator().manual_seed(3), subset_index=subset_index, subset_size=3)
+    batches = draw()
+    assert [(len(rows), len(sub)) for rows, sub in batches] == [(6, 3), (6, 3), (6, 3), (2, 3)]
+    assert sorted(torch.cat([rows for rows, _ in batches]).tolist()) == list(range(20))  # a pass over the rows
+    stream = torch.cat([sub for _, sub in batches]).tolist()
+    assert sorted(stream[:7]) == subset_index.tolist()  # a pass over A before any row of A repeats
+    assert set(stream) <= set(subset_index.tolist())
+    again = draw()
+    assert all(torch.equal(a, b) and torch.equal(c, d) for (a, c), (b, d) in zip(batches, again))
+    # A_b taken from the batch: no separate stream, and the same batch permutation.
+    from_batch = epoch_batches(20, 6, torch.Generator().manual_seed(3))
+    assert all(torch.equal(a, b) and sub is None for (a, _), (b, sub) in zip(batches, from_batch))
+
+
+def test_the_subset_minibatch_carries_every_group():
+    rng = np.random.default_rng(0)
+    codes = torch.tensor(rng.choice(3, size=600, p=[0.6, 0.3, 0.1]))
+    y = torch.tensor(rng.random(600) < 0.3)
+    index = torch.nonzero(y).reshape(-1)
+    batches = subset_batches(index, 12, 40, torch.Generator().manual_seed(0), codes[index])
+    assert len(batches) == 12
+    positives_per_group = torch.bincount(codes[y], minlength=3)
+    for rows in batches:
+        assert bool(y[rows].all())  # rows of A only
+        per_group = torch.bincount(codes[rows], minlength=3)
+        # Each group: its share of 40, at least min(MIN_GROUP_SUBSET_ROWS, 40) (or all of its positives).
+        assert bool((per_group >= torch.clamp(positives_per_group, max=min(MIN_GROUP_SUBSET_ROWS, 40))).all())
+        assert bool((per_group <= torch.clamp(positives_per_group, max=40)).all())
+
+
+def test_group_shares_are_proportional_with_a_floor():
+    assert group_shares([900, 90, 10], 100) == [90, 64, 64]
+    assert group_shares([50, 50], 30) == [30, 30]  # the floor is min(MIN_GROUP_SUBSET_ROWS, 30)
+    assert group_shares([1000, 1000, 1], 200) == [100, 100, MIN_GROUP_SUBSET_ROWS]
+
+
+# -- the default size of the minibatch of A (subset_batch_size=None) ----------------------------
+@pytest.mark.parametrize("subset_rows,target,tail_rows,expected", [
+    (50_000, 0.95, 50, 1000), (50_000, 0.05, 50, 1000),  # the tail is min(c, 1 - c), on either side
+    (50_000, 0.8, 50, 250), (50_000, 0.9, 50, 500),  # 50 / (1 - 0.9) = 500.0000000000001: not 501
+    (50_000, 0.5, 50, 100), (50_000, 0.99, 50, 5000), (50_000, 0.95, 25, 500),
+    (600, 0.95, 50, 600), (1000, 0.95, 50, 1000),  # capped at |A|
+])
+def test_the_default_takes_k_rows_beyond_the_level(subset_rows, target, tail_rows, expected):
+    assert default_subset_batch_size(subset_rows, target, tail_rows) == expected
+    assert TAIL_ROWS == 50
+
+
+@pytest.mark.parametrize("n,batch_size,sizes,target,expected", [
+    (10**6, 10**4, [80_000], 0.95, SubsetPlan(True, 1000)),  # 800 rows of A per batch < 1000: separate
+    (10**6, 10**4, [100_000], 0.95, SubsetPlan(False)),  # 1000 per batch: the batch's own rows of A
+    (10**6, 10**4, [10**6], 0.05, SubsetPlan(False)),  # precision at a rate: A is every row
+    (10**6, 500, [10**6], 0.05, SubsetPlan(True, 1000)),  # ... but a batch of 500 is too few rows
+    (10**5, 10**3, [300], 0.95, SubsetPlan(True, 300)),  # a small A: all of it, every step
+    (10**6, 10**4, [50_000, 2_000], 0.95, SubsetPlan(True, 1000, per_group=True)),  # every group's threshold
+    (10**6, 10**4, [200_000, 150_000], 0.95, SubsetPlan(False)),  # 2000 and 1500 per batch
+    (10**6, 10**4, [200_000, 50_000], 0.95, SubsetPlan(True, 1000, per_group=True)),  # 500 of group 1: too few
+])
+def test_the_plan_reuses_the_batch_only_when_it_holds_enough_rows_of_A(n, batch_size, sizes, target, expected):
+    assert subset_plan(n, batch_size, sizes, target) == expected
+
+
+def test_explicit_settings_override_the_plan():
+    assert subset_plan(10**6, 10**4, [10**6], 0.05, subset_batch_size=77) == SubsetPlan(True, 77)
+    assert subset_plan(10**6, 10**4, [10], 0.95, subset_from_batch=True) == SubsetPlan(False)
+    assert subset_plan(10**6, 10**4, [10, 20], 0.95, subset_batch_size=8) == SubsetPlan(True, 8)  # shares of 8
+
+
+def test_per_group_draws_give_every_group_the_size_or_all_of_its_rows():
+    codes = torch.tensor([0] * 50 + [1] * 8 + [2] * 30)
+    index = torch.arange(88) + 100
+    for rows in subset_batches(index, 5, 20, torch.Generator().manual_seed(0), codes, per_group=True):
+        assert torch.bincount(codes[rows - 100], minlength=3).tolist() == [20, 8, 20]
+
+
+def recorded_sizes(**settings):
+    """Rows of every training forward pass of ``train`` on 4000 rows with 25 % positives, batches of 500."""
+    X, y = blobs(n=4000, prior=0.25, seed=1)
+    built = []
+
+    def factory():
+        built.append(Recorder(3))
+        return built[-1]
+
+    result = train(factory, X, y, batch_size=500, max_epochs=2, random_state=0, **settings)
+    return [x.shape[0] for x in trained(built)], params(result.model), int(y.sum())
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_default_separate_minibatch_has_the_rules_size(weighted):
+    weight = dict(sample_weight=torch.rand(4000, generator=torch.Generator().manual_seed(0))) if weighted else {}
+    # recall 0.8: 50 / 0.2 = 250 rows of A; a batch holds ~125 positives, so a separate minibatch of 250.
+    sizes, default, n_subset = recorded_sizes(objective="precision_at_recall", target=0.8, **weight)
+    assert n_subset > 250 and sizes == [500 + 250] * 16
+    _, explicit, _ = recorded_sizes(objective="precision_at_recall", target=0.8, subset_batch_size=250, **weight)
+    assert torch.equal(default, explicit)  # the same batches, bit for bit
+    sizes, _, _ = recorded_sizes(objective="precision_at_recall", target=0.98, **weight)
+    assert sizes == [500 + n_subset] * 16  # 2500 rows wanted, ~1000 in A: all of A every step
+
+
+def test_the_default_takes_A_b_from_the_batch_when_it_is_enough():
+    # A predicted positive rate of 0.2: A is every row, 250 rows needed, 500 in every batch.
+    sizes, default, _ = recorded_sizes(objective="precision_at_rate", target=0.2)
+    assert sizes == [500] * 16
+    _, from_batch, _ = recorded_sizes(objective="precision_at_rate", target=0.2, subset_from_batch=True)
+    assert torch.equal(default, from_batch)
+    sizes, _, _ = recorded_sizes(objective="precision_at_rate", target=0.02)  # 2500 rows needed: separate
+    assert sizes == [500 + 2500] * 16
+
+
+def test_the_default_with_groups_gives_every_group_its_own_rows():
+    X, y = blobs(n=4000, prior=0.25, seed=1)
+    groups = torch.tensor(np.random.default_rng(0).random(4000) < 0.2).long()  # ~200 and ~800 positives
+    built = []
+
+    def factory():
+        built.append(Recorder(3))
+        return built[-1]
+
+    train(factory, X, y, objective="precision_at_recall", target=0.8, batch_size=500, groups=groups, max_epochs=1,
+          random_state=0)
+    per_group = torch.bincount(groups[y == 1]).tolist()
+    assert per_group[0] > 250 > per_group[1]
+    assert [x.shape[0] for x in trained(built)] == [500 + 250 + per_group[1]] * 8
+
+
+@pytest.mark.parametrize("objective", ["precision_at_recall", "precision_at_rate"])
+def test_full_batch_training_is_unchanged_by_the_subset_settings(objective):
+    X, y = blobs(n=300, seed=2)
+    runs = [train(linear(), X, y, objective=objective, target=0.9, max_epochs=4, random_state=3, **settings)
+            for settings in ({}, dict(subset_batch_size=7), dict(subset_from_batch=True))]
+    assert all(torch.equal(params(runs[0].model), params(run.model)) for run in runs[1:])
+    # ... and is gradient descent on the loss with theta from all of A: one step by hand, bit for bit.
+    start = torch.nn.Linear(3, 1).double()
+    start.load_state_dict(runs[0].initial_state)
+    optimizer = torch.optim.SGD(start.parameters(), lr=0.01, momentum=0.9)
+    for _ in range(4):
+        optimizer.zero_grad()
+        scores = start(X).reshape(-1)
+        objective_loss(scores, y.bool(), objective=objective, target=0.9,
+                       threshold_scores=scores[subset_mask(y, objective)]).loss.backward()
+        optimizer.step()
+    assert torch.equal(params(start), params(runs[0].model))
+
+
+# -- SubsetBatchSampler ---------------------------------------------------------------------------
+def test_subset_batch_sampler_yields_a_pass_over_the_rows_then_a_minibatch_of_A():
+    y = torch.tensor(np.random.default_rng(0).random(103) < 0.3)
+    sampler = SubsetBatchSampler(y, 20, subset_batch_size=9, objective="recall_at_fpr",
+                                 generator=torch.Generator().manual_seed(0))
+    steps = list(sampler)
+    assert len(steps) == len(sampler) == 6 and sampler.subset_rows == 9
+    batches, subsets = [s[:-9] for s in steps], [s[-9:] for s in steps]
+    assert [len(b) for b in batches] == [20] * 5 + [3]
+    assert sorted(i for b in batches for i in b) == list(range(103))
+    assert all(not bool(y[s].any()) for s in subsets)  # recall at FPR: A is the negatives
+    # The indices are those of epoch_batches with the same generator (train's tensor path).
+    expected = epoch_batches(103, 20, torch.Generator().manual_seed(0), subset_index=torch.nonzero(~y).reshape(-1),
+                             subset_size=9)
+    assert steps == [rows.tolist() + sub.tolist() for rows, sub in expected]
+    assert len(list(SubsetBatchSampler(y, 20, drop_last=True))) == 5
+
+
+def test_subset_batch_sampler_draws_from_the_global_rng_without_a_generator():
+    y = torch.arange(50) % 3 == 0
+    torch.manual_seed(1)
+    first = list(SubsetBatchSampler(y, 16, subset_batch_size=4))
+    torch.manual_seed(1)
+    assert list(SubsetBatchSampler(y, 16, subset_batch_size=4)) == first
+    assert list(SubsetBatchSampler(y, 16, subset_batch_size=4)) != first  # the next epoch is reshuffled
+
+
+def test_subset_batch_sampler_gives_every_group_its_share():
+    rng = np.random.default_rng(0)
+    codes = rng.choice(3, size=600, p=[0.6, 0.3, 0.1])
+    y = rng.random(600) < 0.3
+    sampler = SubsetBatchSampler(y, 100, subset_batch_size=40, groups=codes, generator=torch.Generator().manual_seed(0))
+    positives = np.bincount(codes[y], minlength=3)
+    assert sampler.subset_rows == sum(min(s, c) for s, c in zip(group_shares(list(positives), 40), positives))
+    for step in sampler:
+        subset = np.array(step[-sampler.subset_rows:])
+        assert y[subset].all() and (np.bincount(codes[subset], minlength=3) >= np.minimum(positives, 40)).all()
+
+
+def test_subset_batch_sampler_sizes_its_minibatch_of_A_by_the_target():
+    rng = np.random.default_rng(1)
+    y = rng.random(3000) < 0.4  # ~1200 positives
+    codes = (rng.random(3000) < 0.1).astype(int)  # group 1: ~120 positives
+    sampler = SubsetBatchSampler(y, 100, target=0.8, generator=torch.Generator().manual_seed(0))
+    assert sampler.subset_rows == 250 and all(len(step) == 100 + 250 for step in sampler)
+    assert SubsetBatchSampler(y, 100, target=0.8, subset_batch_size=30).subset_rows == 30  # explicit wins
+    assert SubsetBatchSampler(y, 100).subset_rows == 100  # no target: batch_size, as before
+    grouped = SubsetBatchSampler(y, 100, target=0.8, groups=codes, generator=torch.Generator().manual_seed(0))
+    per_group = np.bincount(codes[y])
+    assert per_group[1] < 250 < per_group[0] and grouped.subset_rows == 250 + per_group[1]
+    for step in grouped:
+        assert np.bincount(codes[np.array(step[100:])], minlength=2).tolist() == [250, per_group[1]]
+    with pytest.raises(ValueError, match="`target`"):
+        SubsetBatchSampler(y, 100, target=1.5)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_subset_batch_sampler_collates_the_two_minibatches_in_a_dataloader(workers):
+    X = torch.arange(90, dtype=torch.float64).reshape(45, 2)
+    y = (torch.arange(45) % 4 == 0).long()
+    sampler = SubsetBatchSampler(y, 10, subset_batch_size=6, generator=torch.Generator().manual_seed(0))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_sampler=sampler,
+                                         collate_fn=sampler.collate, num_workers=workers)
+    seen = []
+    for (X_b, y_b), (X_a, y_a) in loader:
+        assert X_b.shape == (len(y_b), 2) and X_a.shape == (6, 2) and bool((y_a == 1).all())
+        assert bool((X_b[:, 1] == X_b[:, 0] + 1).all())  # whole rows (row i is [2i, 2i + 1])
+        assert bool((y[(X_a[:, 0] / 2).long()] == 1).all())  # the rows of A are positives of the data set
+        seen += (X_b[:, 0] / 2).long().tolist()
+    assert sorted(seen) == list(range(45))
+
+
+def test_subset_batch_sampler_refuses_bad_input():
+    with pytest.raises(ValueError, match="no row of the subset A"):
+        SubsetBatchSampler(torch.zeros(10), 4)
+    with pytest.raises(TypeError, match="`batch_size` must be an integer"):
+        SubsetBatchSampler(torch.ones(10), 4.0)
+    with pytest.raises(ValueError, match="`labels` must be binary"):
+        SubsetBatchSampler(torch.full((10,), 2), 4)
+
+
+def test_subset_batch_sampler_is_exported_from_the_package():
+    import quantile_surrogate
+    from quantile_surrogate import training
+
+    assert quantile_surrogate.SubsetBatchSampler is SubsetBatchSampler is training.SubsetBatchSampler
+    assert "SubsetBatchSampler" in quantile_surrogate.__all__ and "SubsetBatchSampler" in training.__all__
