@@ -146,7 +146,7 @@ def one_group_draw(rng, n_rows, target, delta, scorer):
     """Population recall per group of the three thresholds, and the exact coverage per group."""
     scores, y, groups = draw_groups(rng, n_rows)
     X = scores[:, None]
-    per_group = calibrate_threshold(scorer, X, y, target=target, delta=delta, groups=groups)
+    per_group = calibrate_threshold(scorer, X, y, target=target, delta=delta, sensitive_features=groups)
     pooled = calibrate_threshold(scorer, X, y, target=target, delta=delta).threshold_
     out = {}
     for i, g in enumerate(per_group.groups_):

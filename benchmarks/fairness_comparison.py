@@ -178,12 +178,12 @@ def fit_predict(method, data, constraint, seed, quick=False):
         return model.predict(X_train, random_state=seed) == 1, model.predict(X_test, random_state=seed) == 1
     if method in ("qc", "qc_groups"):
         settings = dict(max_epochs=20, n_restarts=1) if quick else {}
-        model = QuantileClassifier(objective, target, random_state=seed, **settings)
+        model = QuantileClassifier(objective=objective, target=target, random_state=seed, **settings)
         if method == "qc":
             model.fit(X_train, y_train)
             return model.predict(X_train) == 1, model.predict(X_test) == 1
-        model.fit(X_train, y_train, groups=g_train)
-        return model.predict(X_train, groups=g_train) == 1, model.predict(X_test, groups=g_test) == 1
+        model.fit(X_train, y_train, sensitive_features=g_train)
+        return model.predict(X_train, sensitive_features=g_train) == 1, model.predict(X_test, sensitive_features=g_test) == 1
     raise ValueError(f"`method` must be one of {METHODS}; got {method!r}.")
 
 

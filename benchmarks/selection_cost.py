@@ -50,7 +50,7 @@ def measure(rows: int, repeats: int) -> list[dict]:
     for repeat in range(repeats):  # settings interleaved, so that a busy spell slows them alike
         for objective, target in OPERATING_POINTS:
             for name, params in SETTINGS:
-                model = QuantileClassifier(objective, target, random_state=repeat, **params)
+                model = QuantileClassifier(objective=objective, target=target, random_state=repeat, **params)
                 start = time.process_time()
                 model.fit(X, y)
                 seconds.setdefault((objective, name), []).append(time.process_time() - start)

@@ -24,9 +24,9 @@ The package, from the top down:
   forms (:class:`PrecisionAtRecallLoss`, ...), built on the differentiable estimators of
   :mod:`quantile_surrogate.quantiles`; :mod:`quantile_surrogate.boosting` has the same losses
   as LightGBM and XGBoost objectives.
-- Evaluation: the exact metrics of :mod:`quantile_surrogate.metrics`, one registry of
-  objectives (:mod:`quantile_surrogate.objectives`) and bootstrap intervals
-  (:mod:`quantile_surrogate.objectives.bootstrap`).
+- Evaluation: the exact metrics of :mod:`quantile_surrogate.metrics`; what an objective is
+  (:mod:`quantile_surrogate.objectives`: the one registry, exact thresholds and their tie
+  policy, :class:`TiedScoresWarning`, held-out guarantees, bootstrap intervals).
 
 The paper's errata and the conventions the code follows are in docs/paper_notes.md.
 
@@ -80,6 +80,7 @@ from .losses.modules import (
     RateConstrainedLoss,
     RecallAtFPRLoss,
 )
+from .objectives import TiedScoresWarning
 from .training import SubsetBatchSampler, TrainingDivergedError, TrainResult, train
 from .quantiles import (
     harrell_davis_quantile,
@@ -101,6 +102,7 @@ __all__ = [
     "train",
     "TrainResult",
     "TrainingDivergedError",
+    "TiedScoresWarning",
     "SubsetBatchSampler",
     "GuaranteedThresholdClassifier",
     "calibrate_threshold",

@@ -53,10 +53,10 @@ def counts_per_group(predicted, y, groups, objective):
 def test_the_constraint_holds_exactly_in_every_group_on_training_data(objective):
     X, y, groups = grouped_blobs()
     target = TARGETS[objective]
-    clf = QuantileClassifier(objective, target, **QUICK).fit(X, y, groups=groups)
+    clf = QuantileClassifier(objective=objective, target=target, **QUICK).fit(X, y, sensitive_features=groups)
     assert list(clf.groups_) == ["a", "b", "c"] and clf.group_thresholds_.shape == (3,)
     assert clf.threshold_ is clf.group_thresholds_
-    predicted = clf.predict(X, groups=groups) == 1
+    predicted = clf.predict(X, sensitive_features=groups) == 1
     for g, (hit, size) in counts_per_group(predicted, y, groups, objective).items():
         if objective == "recall_at_fpr":
             assert hit == math.floor(target * size), g  # FPR <= target, as high as it may be
@@ -67,28 +67,28 @@ def test_the_constraint_holds_exactly_in_every_group_on_training_data(objective)
         sizes = [size for _, size in counts_per_group(predicted, y, groups, objective).values()]
         assert max(rates) - min(rates) <= 1 / min(sizes)  # demographic parity up to rounding
     # Without groups one threshold meets it overall only; the shifted groups then miss it.
-    single = QuantileClassifier(objective, target, **QUICK).fit(X, y).predict(X) == 1
+    single = QuantileClassifier(objective=objective, target=target, **QUICK).fit(X, y).predict(X) == 1
     rates = [hit / size for hit, size in counts_per_group(single, y, groups, objective).values()]
     assert max(rates) - min(rates) > 0.15
 
 
 def test_score_with_groups_is_the_metric_at_the_group_thresholds():
     X, y, groups = grouped_blobs()
-    clf = QuantileClassifier("precision_at_recall", 0.8, **QUICK).fit(X, y, groups=groups)
-    predicted = clf.predict(X, groups=groups) == 1
+    clf = QuantileClassifier(objective="precision_at_recall", target=0.8, **QUICK).fit(X, y, sensitive_features=groups)
+    predicted = clf.predict(X, sensitive_features=groups) == 1
     # On the training rows the thresholds re-derived by score() are the fitted ones.
-    assert clf.score(X, y, groups=groups) == pytest.approx(y[predicted].mean(), abs=1e-12)
+    assert clf.score(X, y, sensitive_features=groups) == pytest.approx(y[predicted].mean(), abs=1e-12)
     codes = np.searchsorted(clf.groups_, groups)
-    assert clf.score(X, y, groups=groups) == objective_metric(
-        y, clf.decision_function(X, groups=groups), objective="precision_at_recall", target=0.8, groups=codes)
+    assert clf.score(X, y, sensitive_features=groups) == objective_metric(
+        y, clf.decision_function(X, sensitive_features=groups), objective="precision_at_recall", target=0.8, groups=codes)
 
 
 def test_linear_attributes_reproduce_the_grouped_decision_function():
     X, y, groups = grouped_blobs()
-    clf = QuantileClassifier("precision_at_rate", 0.2, **QUICK).fit(X, y, groups=groups)
+    clf = QuantileClassifier(objective="precision_at_rate", target=0.2, **QUICK).fit(X, y, sensitive_features=groups)
     codes = np.searchsorted(clf.groups_, groups)
     expected = X @ clf.coef_.ravel() + clf.intercept_[0] - clf.group_thresholds_[codes]
-    np.testing.assert_allclose(clf.decision_function(X, groups=groups), expected, atol=1e-9)
+    np.testing.assert_allclose(clf.decision_function(X, sensitive_features=groups), expected, atol=1e-9)
 
 
 # -- the loss with groups is the sum of per-group losses ----------------------------------------------
@@ -96,9 +96,9 @@ def test_linear_attributes_reproduce_the_grouped_decision_function():
 def test_estimator_training_loss_is_the_sum_of_per_group_losses(objective):
     X, y, groups = grouped_blobs()
     target = TARGETS[objective]
-    clf = QuantileClassifier(objective, target, **QUICK).fit(X, y, groups=groups)
+    clf = QuantileClassifier(objective=objective, target=target, **QUICK).fit(X, y, sensitive_features=groups)
     codes = np.searchsorted(clf.groups_, groups)
-    scores = torch.tensor(clf.decision_function(X, groups=groups) + clf.group_thresholds_[codes])
+    scores = torch.tensor(clf.decision_function(X, sensitive_features=groups) + clf.group_thresholds_[codes])
     labels = torch.tensor(y)
     function = {"precision_at_recall": precision_at_recall_loss, "precision_at_rate": precision_at_rate_loss,
                 "recall_at_fpr": recall_at_fpr_loss}[objective]
@@ -144,10 +144,10 @@ def test_minibatch_training_with_groups_and_validation_lowers_the_grouped_loss()
 
 def test_early_stopping_split_keeps_every_group_on_both_sides():
     X, y, groups = grouped_blobs(n=400)
-    clf = QuantileClassifier("precision_at_recall", 0.8, early_stopping=True, max_epochs=3, n_restarts=1,
-                             random_state=0).fit(X, y, groups=groups)
+    clf = QuantileClassifier(objective="precision_at_recall", target=0.8, early_stopping=True, max_epochs=3, n_restarts=1,
+                             random_state=0).fit(X, y, sensitive_features=groups)
     assert clf.validation_curve_ is not None
-    predicted = clf.predict(X, groups=groups) == 1
+    predicted = clf.predict(X, sensitive_features=groups) == 1
     for g in "abc":
         hit, size = counts_per_group(predicted, y, groups, "precision_at_recall")[g]
         assert hit == math.ceil(0.8 * size)
@@ -156,35 +156,35 @@ def test_early_stopping_split_keeps_every_group_on_both_sides():
 # -- bad input ----------------------------------------------------------------------------------
 def test_bad_groups_in_fit():
     X, y, groups = grouped_blobs()
-    clf = QuantileClassifier("precision_at_recall", 0.8, **QUICK)
+    clf = QuantileClassifier(objective="precision_at_recall", target=0.8, **QUICK)
     with pytest.raises(ValueError, match="`groups` has shape \\(359,\\); pass one group label per row of X \\(360\\)"):
-        clf.fit(X, y, groups=groups[:-1])
+        clf.fit(X, y, sensitive_features=groups[:-1])
     no_positive = groups.copy()
     no_positive[(groups == "c") & (y == 1)] = "a"
     with pytest.raises(ValueError, match="Group 'c' has no row of the subset A \\(positives\\)"):
-        clf.fit(X, y, groups=no_positive)
+        clf.fit(X, y, sensitive_features=no_positive)
     # The same groups are fine for precision at a rate, where A is every row.
-    QuantileClassifier("precision_at_rate", 0.2, **QUICK).fit(X, y, groups=no_positive)
+    QuantileClassifier(objective="precision_at_rate", target=0.2, **QUICK).fit(X, y, sensitive_features=no_positive)
     with pytest.raises(ValueError, match="`groups` contains NaN"):
-        clf.fit(X, y, groups=np.where(groups == "a", np.nan, 1.0))
+        clf.fit(X, y, sensitive_features=np.where(groups == "a", np.nan, 1.0))
     with pytest.raises(TypeError, match="`groups` labels must be comparable"):
-        clf.fit(X, y, groups=np.array([1, "a"] * 180, dtype=object))
+        clf.fit(X, y, sensitive_features=np.array([1, "a"] * 180, dtype=object))
 
 
 def test_bad_groups_in_predict():
     X, y, groups = grouped_blobs()
-    grouped = QuantileClassifier(**QUICK).fit(X, y, groups=groups)
+    grouped = QuantileClassifier(**QUICK).fit(X, y, sensitive_features=groups)
     with pytest.raises(ValueError, match=re.escape(GROUPS_MISSING_MESSAGE.format(count=3))):
         grouped.predict(X)
     with pytest.raises(ValueError, match=r"holds labels not seen in fit: \['d'\]"):
-        grouped.decision_function(X, groups=np.where(groups == "c", "d", groups))
+        grouped.decision_function(X, sensitive_features=np.where(groups == "c", "d", groups))
     with pytest.raises(ValueError, match=re.escape(GROUPS_UNSEEN_MESSAGE[:30])):
-        grouped.predict(X, groups=np.arange(360) % 3)  # numbers where strings were fitted
+        grouped.predict(X, sensitive_features=np.arange(360) % 3)  # numbers where strings were fitted
     with pytest.raises(ValueError, match="`groups` has shape"):
-        grouped.predict(X, groups=groups[:10])
+        grouped.predict(X, sensitive_features=groups[:10])
     plain = QuantileClassifier(**QUICK).fit(X, y)
     with pytest.raises(ValueError, match=re.escape(GROUPS_UNEXPECTED_MESSAGE)):
-        plain.predict(X, groups=groups)
+        plain.predict(X, sensitive_features=groups)
 
 
 @pytest.mark.parametrize("groups,error,match", [
@@ -216,13 +216,13 @@ def test_validation_must_carry_groups_exactly_when_training_does():
 # -- persistence ----------------------------------------------------------------------------------
 def test_pickle_and_clone_with_groups():
     X, y, groups = grouped_blobs()
-    clf = QuantileClassifier("precision_at_rate", 0.2, **QUICK).fit(X, y, groups=groups)
+    clf = QuantileClassifier(objective="precision_at_rate", target=0.2, **QUICK).fit(X, y, sensitive_features=groups)
     restored = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(restored.group_thresholds_, clf.group_thresholds_)
-    np.testing.assert_array_equal(restored.decision_function(X, groups=groups), clf.decision_function(X, groups=groups))
+    np.testing.assert_array_equal(restored.decision_function(X, sensitive_features=groups), clf.decision_function(X, sensitive_features=groups))
     fresh = clone(clf)
     assert not hasattr(fresh, "groups_") and fresh.get_params() == clf.get_params()
-    refitted = fresh.fit(X, y, groups=groups)
+    refitted = fresh.fit(X, y, sensitive_features=groups)
     np.testing.assert_array_equal(refitted.group_thresholds_, clf.group_thresholds_)
     # Refitting without groups drops them: one threshold again.
     refitted.fit(X, y)

@@ -69,8 +69,8 @@ def _reference_fold_score(X, y, fit, held, params, epochs, seed, groups=None):
         codes = None if groups is None else np.unique(groups, return_inverse=True)[1][held]
         return objective_metric(y[held], scores, objective="precision_at_recall", target=0.9, groups=codes)
     model = QuantileClassifier(target=0.9, max_epochs=epochs, early_stopping=False, random_state=seed, **PLAIN,
-                               **params).fit(X[fit], y[fit], groups=groups[fit])
-    return model.score(X[held], y[held], groups=groups[held])
+                               **params).fit(X[fit], y[fit], sensitive_features=groups[fit])
+    return model.score(X[held], y[held], sensitive_features=groups[held])
 
 
 def test_fold_scores_are_plain_fits_for_the_chosen_epochs_and_the_best_is_refitted():
@@ -158,9 +158,9 @@ def test_groups_are_trained_and_scored_per_group_and_refitted_with_a_threshold_e
     groups = np.where(X[:, 1] > 0, "a", "b")
     clf = QuantileClassifierCV(target=0.9, alphas=(1e-3,), bandwidths=(0.1,), hidden_layer_sizes_grid=((), (4,)),
                                cv=3, random_state=0,
-                               estimator=QuantileClassifier(max_epochs=5, **PLAIN)).fit(X, y, groups=groups)
+                               estimator=QuantileClassifier(max_epochs=5, **PLAIN)).fit(X, y, sensitive_features=groups)
     assert list(clf.groups_) == ["a", "b"] and clf.group_thresholds_.shape == (2,)
-    predicted = clf.predict(X, groups=groups) == 1
+    predicted = clf.predict(X, sensitive_features=groups) == 1
     assert all(predicted[(y == 1) & (groups == g)].mean() >= 0.9 for g in "ab")
     with pytest.raises(ValueError, match="groups"):
         clf.predict(X)
@@ -195,7 +195,7 @@ def test_metadata_routing_passes_sample_weight_through_pipeline_and_grid_search(
     class Spy(QuantileClassifierCV):
         def fit(self, X, y, sample_weight=None, groups=None):
             seen.append(None if sample_weight is None else np.asarray(sample_weight).copy())
-            return super().fit(X, y, sample_weight=sample_weight, groups=groups)
+            return super().fit(X, y, sample_weight=sample_weight, sensitive_features=groups)
 
     small = dict(target=0.9, alphas=(1e-3,), bandwidths=(0.1,), hidden_layer_sizes_grid=((),), cv=2,
                  estimator=QuantileClassifier(max_epochs=2, n_restarts=1), random_state=0)
@@ -358,3 +358,29 @@ def test_selection_se_keeps_the_start_unless_the_gain_is_real():
     # A bar no gain can pass keeps a logistic start as it is.
     kept = QuantileClassifierCV(selection_se=1e6, **kw).fit(X, y)
     assert (kept.epochs_, kept.start_) == (0, "logistic") and not kept.selection_["eligible"].any()
+
+
+def test_a_group_splitter_gets_fits_groups_never_the_sensitive_features():
+    # scikit-learn's `groups` (for a GroupKFold) and the constraint's groups are two arguments:
+    # the splitter sees the first, the constraint the second.
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((240, 3))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(240) > 0.8).astype(int)
+    sessions = np.repeat(np.arange(24), 10)
+    sex = np.tile(["f", "m"], 120)
+    seen = []
+
+    class Recording(GroupKFold):
+        def split(self, X, y=None, groups=None):
+            seen.append(None if groups is None else np.asarray(groups).copy())
+            return super().split(X, y, groups)
+
+    clf = QuantileClassifierCV(objective="precision_at_recall", target=0.8, alphas=(1e-3,),
+                               hidden_layer_sizes_grid=((),), cv=Recording(3), random_state=0)
+    clf.fit(X, y, sensitive_features=sex, groups=sessions)
+    assert len(seen) == 1 and np.array_equal(seen[0], sessions)
+    assert clf.groups_.tolist() == ["f", "m"]
+    for train, held in clf._folds(X, y, None, sessions, 0):
+        assert not set(sessions[train]) & set(sessions[held])  # a session never straddles

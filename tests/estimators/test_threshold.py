@@ -69,7 +69,7 @@ def test_groups_at_predict_for_a_model_fitted_without_them_is_refused():
     X, y = _data()
     fitted = LogisticRegressionBaseline(objective="precision_at_recall", target=0.8).fit(X, y)
     with pytest.raises(ValueError, match="fitted without `groups`"):
-        fitted.predict(X, groups=np.zeros(len(y)))
+        fitted.predict(X, sensitive_features=np.zeros(len(y)))
 
 
 def _binary_feature(n=2000, seed=0):
@@ -98,8 +98,8 @@ def test_random_tie_break_with_groups_meets_each_group_rate():
     groups = np.where(np.arange(len(y)) % 3 == 0, "a", "b")
     with pytest.warns(Warning, match="Tied scores"):
         clf = QuantileClassifier(objective="precision_at_rate", target=0.1, max_epochs=20, n_restarts=1,
-                                 random_state=0, tie_break="random").fit(X, y, groups=groups)
-    predicted = clf.predict(X, groups=groups) == 1
+                                 random_state=0, tie_break="random").fit(X, y, sensitive_features=groups)
+    predicted = clf.predict(X, sensitive_features=groups) == 1
     for g in ("a", "b"):
         n_g = np.sum(groups == g)
         assert abs(predicted[groups == g].mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / n_g)
@@ -115,3 +115,52 @@ def test_a_dataframe_with_a_text_column_names_the_column_and_the_fix(estimator):
     fitted = clone(estimator).fit(frame[["a", "b", "c"]], y)
     with pytest.raises(ValueError, match=r"\['c'\]"):
         fitted.predict(frame[["a", "b"]].assign(c=frame["city"]))
+
+
+# -- one API: keyword-only parameters, one order of fit/score/predict's extra arguments, one default target --
+def _every_estimator_class():
+    from quantile_surrogate import QuantileBoostingClassifier, QuantileClassifierCV
+    from quantile_surrogate.baselines import BASELINES
+
+    return [QuantileClassifier, QuantileClassifierCV, QuantileBoostingClassifier, GuaranteedThresholdClassifier,
+            *BASELINES.values()]
+
+
+@pytest.mark.parametrize("cls", _every_estimator_class(), ids=lambda c: c.__name__)
+def test_parameters_are_keyword_only(cls):
+    import inspect
+
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    positional = [p.name for p in parameters if p.kind is not p.KEYWORD_ONLY]
+    # A meta-estimator takes the estimator it wraps first, as scikit-learn's do.
+    assert positional == (["estimator"] if cls is GuaranteedThresholdClassifier else [])
+    with pytest.raises(TypeError):
+        cls("precision_at_recall") if cls is not GuaranteedThresholdClassifier else cls(LogisticRegression(), "recall")
+
+
+@pytest.mark.parametrize("cls", _every_estimator_class(), ids=lambda c: c.__name__)
+def test_extra_arguments_have_one_order_and_are_keyword_only(cls):
+    import inspect
+
+    def extras(method):
+        parameters = inspect.signature(method).parameters.values()
+        assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in parameters
+                   if p.name not in ("self", "X", "y")), method
+        return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
+
+    order = ["sample_weight", "sensitive_features"]
+    for method, allowed in ((cls.fit, order + ["groups"]), (cls.score, order), (cls.predict, order[1:]),
+                            (cls.decision_function, order[1:])):
+        names = extras(method)
+        assert names == [name for name in allowed if name in names], (method, names)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS[1:], ids=lambda e: type(e).__name__)
+def test_no_target_means_the_objectives_default(estimator):
+    from quantile_surrogate.objectives import OBJECTIVES
+
+    X, y = _data(3000)  # enough held-out positives for the guarantee at the default recall 0.95
+    default = clone(estimator).set_params(target=None).fit(X, y)
+    spec = default._objective_spec()
+    explicit = clone(estimator).set_params(target=OBJECTIVES[spec.name].default_target).fit(X, y)
+    np.testing.assert_array_equal(default.decision_function(X), explicit.decision_function(X))

@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._utils.checks import check_sample_weight
-from ..estimators._threshold import ThresholdedClassifier
+from ..estimators._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from ..objectives import OBJECTIVES
 
 __all__ = ["RateBaseline", "NOT_BINARY_MESSAGE"]
@@ -49,8 +49,8 @@ class RateBaseline(ThresholdedClassifier):
     ----------
     objective : str
         A name in :data:`~quantile_surrogate.objectives.OBJECTIVES` that the subclass supports.
-    target : float in (0, 1)
-        The rate, recall or false positive rate of the constraint.
+    target : float in (0, 1) or None
+        The rate, recall or false positive rate of the constraint; None is the objective's default target (0.95 for a recall, 0.05 for a rate or an FPR).
 
     Examples
     --------
@@ -71,7 +71,7 @@ class RateBaseline(ThresholdedClassifier):
 
     _parameter_constraints: dict = {
         "objective": [StrOptions(set(OBJECTIVES))],
-        "target": [Interval(Real, 0, 1, closed="neither")],
+        "target": TARGET_CONSTRAINT,
     }
 
     def _check_objective(self):

@@ -129,8 +129,8 @@ class AccuracyAtTheTop(RateBaseline):
     Parameters
     ----------
     objective : {"precision_at_rate"}, default="precision_at_rate"
-    target : float in (0, 1), default=0.05
-        The predicted positive rate tau.
+    target : float in (0, 1) or None, default=None
+        The predicted positive rate tau; None is the objective's default target (0.95 for a recall, 0.05 for a rate or an FPR).
     C : float > 0, default=1.0
         Weight of the loss against ``||w||^2 / 2`` (as in LinearSVC).
     loss : {"hinge", "squared_hinge", "logistic"}, default="hinge"
@@ -198,7 +198,7 @@ class AccuracyAtTheTop(RateBaseline):
         self,
         *,
         objective="precision_at_rate",
-        target=0.05,
+        target=None,
         C=1.0,
         loss="hinge",
         penalize="both",
@@ -220,7 +220,7 @@ class AccuracyAtTheTop(RateBaseline):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, *, sample_weight=None):
         """Solve one convex problem per candidate point and keep the one whose rate is closest to ``target``.
 
         Parameters
@@ -250,12 +250,12 @@ class AccuracyAtTheTop(RateBaseline):
         if weight is None:
             n = X.shape[0]
             # 0-based position of the point quantile q(f(X), 1 - tau) in `order`.
-            centre = min(metrics.count_at_rate(n, self.target, "ceil"), n - 1)
+            centre = min(metrics.count_at_rate(n, self._target(), "ceil"), n - 1)
             by_closeness = np.argsort(np.abs(np.arange(n) - centre), kind="stable")
         else:
             order = order[weight[order] > 0]
             above = np.concatenate([[0.0], np.cumsum(weight[order])[:-1]])  # weight ranked above each row
-            centre = np.ceil(round(self.target * weight.sum(), 6))
+            centre = np.ceil(round(self._target() * weight.sum(), 6))
             by_closeness = np.argsort(np.abs(above - centre), kind="stable")
         if self.n_candidates is not None:
             by_closeness = by_closeness[: self.n_candidates]
@@ -269,7 +269,7 @@ class AccuracyAtTheTop(RateBaseline):
         )
         unit = np.ones(X.shape[0]) if weight is None else weight
         rates = np.array([_rate_above(X @ w, j, unit) for (w, _, _), j in zip(solutions, candidates)])
-        best = int(np.argmin(np.abs(rates - self.target)))  # first minimum: nearest the reference quantile
+        best = int(np.argmin(np.abs(rates - self._target())))  # first minimum: nearest the reference quantile
         w = solutions[best][0]
         self.candidate_indices_ = candidates
         self.candidate_rates_ = rates

@@ -84,8 +84,8 @@ class LagrangianBaseline(RateBaseline):
     Parameters
     ----------
     objective : {"precision_at_recall", "precision_at_rate"}, default="precision_at_recall"
-    target : float in (0, 1), default=0.9
-        The recall, or the predicted positive rate tau.
+    target : float in (0, 1) or None, default=None
+        The recall, or the predicted positive rate tau; None is the objective's default target (0.95 for a recall, 0.05 for a rate or an FPR).
     alpha : float >= 0, default=1e-4
     surrogate : {"logistic", "hinge"}, default="logistic"
     learning_rate : float > 0, default=0.05
@@ -139,7 +139,7 @@ class LagrangianBaseline(RateBaseline):
         self,
         *,
         objective="precision_at_recall",
-        target=0.9,
+        target=None,
         alpha=1e-4,
         surrogate="logistic",
         learning_rate=0.05,
@@ -168,7 +168,7 @@ class LagrangianBaseline(RateBaseline):
         objective_sign = 1.0 if penalized == "positives" else -1.0  # a TP bound uses l(f), an FP bound l(-f)
         floor = objective.bound == "at_least"  # recall: a budget of misses; a rate: a budget of positives
         constraint_sign = 1.0 if floor else -1.0
-        budget = ((1.0 - self.target) if floor else self.target) * weight[constraint_rows].sum()
+        budget = ((1.0 - self._target()) if floor else self._target()) * weight[constraint_rows].sum()
         obj_loss, obj_slope = _surrogate(objective_sign * f[objective_rows], self.surrogate)
         con_loss, con_slope = _surrogate(constraint_sign * f[constraint_rows], self.surrogate)
         grad_f = np.zeros(X.shape[0])
@@ -178,7 +178,7 @@ class LagrangianBaseline(RateBaseline):
         return X.T @ grad_f + self.alpha * w, grad_f.sum(), constraint
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, *, sample_weight=None):
         """Run simultaneous primal descent and dual ascent on the Lagrangian.
 
         Parameters

@@ -146,8 +146,8 @@ class KarAverageSurrogate(RateBaseline):
     Parameters
     ----------
     objective : {"precision_at_rate"}, default="precision_at_rate"
-    target : float in (0, 1), default=0.05
-        The predicted positive rate tau = k / n.
+    target : float in (0, 1) or None, default=None
+        The predicted positive rate tau = k / n; None is the objective's default target (0.95 for a recall, 0.05 for a rate or an FPR).
     alpha : float >= 0, default=1e-3
         L2 penalty.
     learning_rate : float > 0, default=0.1
@@ -190,7 +190,7 @@ class KarAverageSurrogate(RateBaseline):
         self,
         *,
         objective="precision_at_rate",
-        target=0.05,
+        target=None,
         alpha=1e-3,
         learning_rate=0.1,
         max_iter=300,
@@ -206,7 +206,7 @@ class KarAverageSurrogate(RateBaseline):
         self.random_state = random_state
 
     def _objective(self, X, positive, w):
-        k = metrics.count_at_rate(X.shape[0], self.target, "ceil")
+        k = metrics.count_at_rate(X.shape[0], self._target(), "ceil")
         loss, grad = prec_at_k_avg_surrogate(X @ w, positive, k)
         return loss + 0.5 * self.alpha * (w @ w), X.T @ grad + self.alpha * w
 

@@ -38,8 +38,9 @@ class LogisticRegressionBaseline(RateBaseline):
     Parameters
     ----------
     objective : {"precision_at_rate", "precision_at_recall", "recall_at_fpr"}, default="precision_at_rate"
-    target : float in (0, 1), default=0.05
-        The predicted positive rate tau, the recall, or the false positive rate.
+    target : float in (0, 1) or None, default=None
+        The predicted positive rate tau, the recall, or the false positive rate; None is the
+        objective's default target (0.95 for a recall, 0.05 for a rate or an FPR).
     C : float > 0, default=1.0
         Inverse regularisation strength, as in :class:`sklearn.linear_model.LogisticRegression`.
     max_iter : int, default=1000
@@ -77,7 +78,7 @@ class LogisticRegressionBaseline(RateBaseline):
     }
 
     def __init__(
-        self, *, objective="precision_at_rate", target=0.05, C=1.0, max_iter=1000, tol=1e-6, random_state=None
+        self, *, objective="precision_at_rate", target=None, C=1.0, max_iter=1000, tol=1e-6, random_state=None
     ):
         self.objective = objective
         self.target = target
@@ -87,7 +88,7 @@ class LogisticRegressionBaseline(RateBaseline):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, *, sample_weight=None):
         """Fit logistic regression, then move the threshold on ``(X, y)`` to meet the constraint.
 
         ``sample_weight`` (frequency weights, >= 0) weights the likelihood (scikit-learn's

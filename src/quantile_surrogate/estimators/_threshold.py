@@ -5,7 +5,7 @@ decision threshold ``theta`` (one, or one per group) at which the rate constrain
 objective holds. What follows from that is the same for all of them, and lives here once,
 as scikit-learn keeps it in ``BaseThresholdClassifier``:
 
-- ``decision_function(X, groups=None) = f(x) - theta_{g(x)}``; positive means ``classes_[1]``;
+- ``decision_function(X, *, sensitive_features=None) = f(x) - theta_{g(x)}``; positive means ``classes_[1]``;
 - ``predict`` maps the sign of that through ``classes_`` (strict: ``f(x) > theta``,
   Definition 3.1 of the paper);
 - ``score`` is the objective's exact metric at ``target``
@@ -18,8 +18,11 @@ in ``fit``, calls the steps below in order: :meth:`_validate_training_data`,
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -28,6 +31,10 @@ from ..objectives.thresholds import boundary_ties, constraint_threshold, group_c
 from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 
 __all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "MULTICLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE"]
+
+TARGET_CONSTRAINT = [Interval(Real, 0, 1, closed="neither"), None]
+"""The ``target`` of every estimator and baseline: a rate in (0, 1), or None for the objective's
+``default_target`` (:data:`~quantile_surrogate.objectives.OBJECTIVES`, one default per objective)."""
 
 ONE_CLASS_MESSAGE = (
     "`y` has only one class ({shown}); {name} needs exactly two classes, and with one there is nothing to "
@@ -167,24 +174,24 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         codes = group_codes(getattr(self, "groups_", None), groups, n)
         return codes, (self.threshold_ if codes is None else self.group_thresholds_[codes])
 
-    def decision_function(self, X, groups=None):
+    def decision_function(self, X, *, sensitive_features=None):
         """``f(x) - threshold_``, shape (n,); positive means the positive class ``classes_[1]``.
 
-        A model fitted with ``groups`` needs ``groups`` here too (labels seen in fit), and
+        A model fitted with ``sensitive_features`` needs them here too (labels seen in fit), and
         each row is compared with its group's threshold: ``f(x) - group_thresholds_[g(x)]``.
         """
         check_is_fitted(self, "threshold_")
         X = self._check_X(X)
         scores = np.asarray(self._raw_scores(X), dtype=np.float64).reshape(-1)
-        _, threshold = self._thresholds_for(groups, scores.shape[0])
+        _, threshold = self._thresholds_for(sensitive_features, scores.shape[0])
         return scores - threshold
 
-    def predict(self, X, groups=None):
+    def predict(self, X, *, sensitive_features=None):
         """``classes_[1]`` where :meth:`decision_function` is > 0, else ``classes_[0]``."""
-        decision = self.decision_function(X, groups=groups)
+        decision = self.decision_function(X, sensitive_features=sensitive_features)
         above = decision > 0
         if getattr(self, "tie_score_", None) is not None:
-            above = self._break_ties(decision, groups, above)
+            above = self._break_ties(decision, sensitive_features, above)
         return self.classes_[above.astype(np.intp)]
 
     def _break_ties(self, decision, groups, above):
@@ -205,12 +212,12 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         drawn = stream.random(raw.shape[0]) < fraction
         return np.where(tied, drawn, above)
 
-    def score(self, X, y, sample_weight=None, groups=None):
+    def score(self, X, y, *, sample_weight=None, sensitive_features=None):
         """The objective's exact metric at ``target`` on ``(X, y)`` (what ``GridSearchCV`` maximises).
 
         Precision at recall ``target``, precision among the top ``ceil(target n)`` rows, or
         recall at FPR ``target`` (:mod:`quantile_surrogate.metrics`), computed from
-        :meth:`decision_function`. With ``groups`` (a model fitted with groups): the metric
+        :meth:`decision_function`. With ``sensitive_features`` (a model fitted with them): the metric
         with the constraint met in every group, each at its own exact threshold on these rows
         (:func:`~quantile_surrogate.objectives.objective_metric`). Labels not seen in ``fit``
         are an error. ``sample_weight`` (frequency weights, one per row) gives the weighted
@@ -222,8 +229,8 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         if not known.all():
             raise ValueError(UNSEEN_LABELS_MESSAGE.format(shown=np.unique(y[~known])[:6].tolist(),
                                                           classes=self.classes_.tolist()))
-        decision = self.decision_function(X, groups=groups)
-        codes, _ = self._thresholds_for(groups, decision.shape[0])
+        decision = self.decision_function(X, sensitive_features=sensitive_features)
+        codes, _ = self._thresholds_for(sensitive_features, decision.shape[0])
         return objective_metric((y == self.classes_[1]).astype(np.int64), decision, objective=self._objective_spec().name,
                                 target=self._target(), groups=codes,
                                 names=None if codes is None else self.groups_.tolist(),

@@ -22,7 +22,7 @@ from ..objectives import OBJECTIVES, objective_loss, objective_metric
 from ..quantiles import QUANTILE_ESTIMATORS
 from ._boosting_backends import BACKENDS, make_backend
 from ._groups import split_strata
-from ._threshold import ThresholdedClassifier, refuse_text_columns
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, refuse_text_columns
 from .._utils.checks import check_sample_weight
 
 __all__ = ["QuantileBoostingClassifier"]
@@ -174,7 +174,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
 
     _parameter_constraints: dict = {
         "objective": [StrOptions(set(OBJECTIVES))],
-        "target": [Interval(Real, 0, 1, closed="neither"), None],
+        "target": TARGET_CONSTRAINT,
         "form": [StrOptions({"fp", "tp"})],
         "quantile": [StrOptions(set(QUANTILE_ESTIMATORS)), callable],
         "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
@@ -197,7 +197,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, objective="precision_at_recall", target=None, *, form="fp", quantile="kernel",
+    def __init__(self, *, objective="precision_at_recall", target=None, form="fp", quantile="kernel",
                  bandwidth="auto", surrogate="logistic", backend="lightgbm", n_estimators=100,
                  n_quantile_estimators=None, learning_rate=0.1, num_leaves=None, max_depth=None,
                  min_child_samples=None, backend_params=None, logloss_weight=0.0, early_stopping=True,
@@ -325,10 +325,10 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
 
     # -- the estimator API --------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None, sample_weight=None):
-        """Fit on ``X`` (n, d) and two-class ``y`` (n,); ``groups`` (n,) asks for the constraint in every group.
+    def fit(self, X, y, *, sample_weight=None, sensitive_features=None):
+        """Fit on ``X`` (n, d) and two-class ``y`` (n,); ``sensitive_features`` (n,) asks for the constraint in every group.
 
-        With ``groups`` each group gets its own threshold, in the loss (one quantile per
+        With ``sensitive_features`` each group gets its own threshold, in the loss (one quantile per
         group, :func:`~quantile_surrogate.boosting.objective_gradient_hessian`), in the
         held-out metric and in ``group_thresholds_``; every group needs a row of ``A``.
         ``sample_weight`` (frequency weights, >= 0) weights the log-loss start (the library's
@@ -338,7 +338,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         """
         X, y01 = self._validate_training_data(X, y, ensure_all_finite="allow-nan")
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
-        codes = self._encode_fit_groups(groups, y01)
+        codes = self._encode_fit_groups(sensitive_features, y01)
         spec = self._objective_spec()
         if self.form not in spec.forms():
             raise ValueError(f"`form` must be one of {list(spec.forms())} for objective={self.objective!r}; "

@@ -5,7 +5,7 @@ The order statistics that carry the guarantee, and their proof, are in
 :func:`~quantile_surrogate.objectives.guarantees.fpr_threshold`,
 :func:`~quantile_surrogate.objectives.guarantees.rate_threshold`). This module wraps them for estimators:
 :class:`GuaranteedThresholdClassifier` fits an estimator (or takes a frozen one) and sets the
-guaranteed threshold on held-out rows, one per group with ``groups=``, and
+guaranteed threshold on held-out rows, one per group with ``sensitive_features=``, and
 :func:`calibrate_threshold` does that for an estimator that is already fitted.
 """
 
@@ -32,7 +32,7 @@ from ..objectives.guarantees import (
 )
 from ..objectives import OBJECTIVES
 from ._groups import encode_groups, split_strata
-from ._threshold import ThresholdedClassifier
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 
 # The functions of quantile_surrogate.objectives.guarantees imported above are documented there, not here.
 __all__ = ["GuaranteedThresholdClassifier", "calibrate_threshold", "CONSTRAINTS"]
@@ -88,8 +88,10 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     constraint : {"recall", "fpr", "rate"}, default="recall"
         The rate to guarantee (:data:`CONSTRAINTS`): recall (measured on the positives),
         false positive rate (on the negatives) or predicted positive rate (on every row).
-    target : float in (0, 1), default=0.95
-        Recall >= target, FPR <= target, or the rate bounded as ``bound`` says.
+    target : float in (0, 1) or None, default=None
+        Recall >= target, FPR <= target, or the rate bounded as ``bound`` says; None is the
+        default target of the objective whose constraint this is (0.95 for a recall, 0.05 for
+        an FPR or a rate: :data:`~quantile_surrogate.objectives.OBJECTIVES`).
     delta : float in (0, 1), default=0.05
         The constraint holds on new data with probability at least ``1 - delta``.
     bound : {"upper", "lower"}, default="upper"
@@ -112,7 +114,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         On the scale of the response; positive iff ``response > threshold_``. With ``groups``
         the same array as ``group_thresholds_``.
     groups_ : ndarray of shape (n_groups,) or None
-        The sorted group labels seen in ``fit(X, y, groups=...)``; None without groups.
+        The sorted group labels seen in ``fit(X, y, sensitive_features=...)``; None without groups.
     group_thresholds_ : ndarray of shape (n_groups,) or None
         One guaranteed threshold per entry of ``groups_``; row ``i`` is positive iff
         ``response_i > group_thresholds_[group of i]``.
@@ -175,7 +177,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     _parameter_constraints = {
         "estimator": [HasMethods(["fit"])],
         "constraint": [StrOptions(set(CONSTRAINTS))],
-        "target": [Interval(Real, 0, 1, closed="neither")],
+        "target": TARGET_CONSTRAINT,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "bound": [StrOptions(set(BOUNDS))],
         "response_method": [StrOptions({"auto", "decision_function", "predict_proba"})],
@@ -183,7 +185,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator, *, constraint="recall", target=0.95, delta=0.05, bound="upper",
+    def __init__(self, estimator, *, constraint="recall", target=None, delta=0.05, bound="upper",
                  response_method="auto", calibration_size=0.3, random_state=None):
         self.estimator = estimator
         self.constraint = constraint
@@ -195,7 +197,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, groups=None, **fit_params):
+    def fit(self, X, y, *, sensitive_features=None, **fit_params):
         """Fit ``estimator`` (unless frozen) and set the guaranteed threshold(s) on the held-out rows.
 
         ``sample_weight=`` is refused (``ValueError``, :data:`SAMPLE_WEIGHT_GUARANTEE_MESSAGE`): the
@@ -203,7 +205,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         (It is caught from ``**fit_params`` rather than named, so that scikit-learn does not take
         the estimator for one that supports weights.) Any other keyword is a ``TypeError``.
 
-        ``groups`` (optional, shape (n,), any labels) gives each group its own threshold, each
+        ``sensitive_features`` (optional, shape (n,), any labels) gives each group its own threshold, each
         picked on that group's held-out rows of ``A``, so the guarantee holds in every group:
         ``P(constraint holds in group g) >= 1 - delta`` for each ``g``. The split is stratified
         by (class, group). The wrapped estimator is fitted and scores without groups.
@@ -222,7 +224,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
                 f"Only binary classification is supported. The type of the target is {y_type} "
                 f"(labels {np.unique(y)[:6].tolist()}); pass a y with exactly two classes."
             )
-        labels, codes = (None, None) if groups is None else encode_groups(groups, len(y))
+        labels, codes = (None, None) if sensitive_features is None else encode_groups(sensitive_features, len(y))
         estimator = clone(self.estimator)
         if isinstance(estimator, FrozenEstimator):
             X_cal, y_cal, codes_cal = X, y, codes
@@ -267,7 +269,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         if subset.size == 0:
             side = "positive" if self.constraint == "recall" else "negative"
             raise ValueError(f"The calibration rows contain no {side} row; a {self.constraint} guarantee needs them.")
-        self.threshold_ = CALIBRATORS[self.constraint](subset, self.target, self.delta, self.bound)
+        self.threshold_ = CALIBRATORS[self.constraint](subset, self._target(), self.delta, self.bound)
         self.groups_ = self.group_thresholds_ = None
         self.n_calibration_ = int(subset.size)
         self.calibration_value_ = float(np.mean(subset > self.threshold_))
@@ -279,7 +281,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         scores of group ``g`` are an i.i.d. sample of that group's score distribution and
         the single-group proof (:func:`guaranteed_rank`) applies to each group as it stands.
         """
-        tail, what, rows = _tail(self.constraint, float(self.target), self.bound)
+        tail, what, rows = _tail(self.constraint, self._target(), self.bound)
         needed = min_calibration_size(tail, self.delta)
         thresholds, counts, values = [], [], []
         for g, label in enumerate(labels):
@@ -288,7 +290,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
                 raise ValueError(GROUP_TOO_FEW_MESSAGE.format(
                     group=label.item() if hasattr(label, "item") else label, got=subset.size, rows=rows,
                     what=what, confidence=1 - self.delta, needed=needed))
-            thresholds.append(CALIBRATORS[self.constraint](subset, self.target, self.delta, self.bound))
+            thresholds.append(CALIBRATORS[self.constraint](subset, self._target(), self.delta, self.bound))
             counts.append(subset.size)
             values.append(np.mean(subset > thresholds[-1]))
         self.groups_ = labels
@@ -339,11 +341,11 @@ CALIBRATORS = {
 """constraint -> the guaranteed threshold on the held-out rows of ``A`` (``bound`` is read by "rate" only)."""
 
 
-def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=0.95, delta=0.05,
-                        bound="upper", response_method="auto", groups=None) -> GuaranteedThresholdClassifier:
+def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=None, delta=0.05,
+                        bound="upper", response_method="auto", sensitive_features=None) -> GuaranteedThresholdClassifier:
     """Calibrate the threshold of a fitted ``estimator`` on held-out ``(X_cal, y_cal)``.
 
-    Shorthand for ``GuaranteedThresholdClassifier(FrozenEstimator(estimator), ...).fit(X_cal, y_cal, groups=groups)``:
+    Shorthand for ``GuaranteedThresholdClassifier(FrozenEstimator(estimator), ...).fit(X_cal, y_cal, sensitive_features=sensitive_features)``:
     the estimator is not refitted. ``X_cal`` must not overlap its training data. With ``groups``
     (one label per row of ``X_cal``) each group gets its own guaranteed threshold, and the result
     needs ``groups=`` in ``predict``, ``decision_function`` and ``score``.
@@ -358,7 +360,7 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
         Their labels.
     constraint, target, delta, bound, response_method
         As in :class:`GuaranteedThresholdClassifier`.
-    groups : array-like of shape (n,), optional
+    sensitive_features : array-like of shape (n,), optional
         A group label per row of ``X_cal``: one guaranteed threshold per group.
 
     Returns
@@ -395,4 +397,4 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
     return GuaranteedThresholdClassifier(
         FrozenEstimator(estimator), constraint=constraint, target=target, delta=delta,
         bound=bound, response_method=response_method,
-    ).fit(X_cal, y_cal, groups=groups)
+    ).fit(X_cal, y_cal, sensitive_features=sensitive_features)

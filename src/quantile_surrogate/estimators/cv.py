@@ -27,7 +27,7 @@ from .._utils.seeding import restart_seeds
 from ..selection._cross_fit import FoldData, build_start, family_fold, logistic_restarts, select_by_family, train_from
 from ._groups import split_strata
 from ._quantile_fit import epoch_grid
-from ._threshold import ThresholdedClassifier
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from .quantile_classifier import QuantileClassifier
 
 __all__ = ["QuantileClassifierCV"]
@@ -45,7 +45,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
     order) trains each restart on ``cv - 1`` stratified folds for ``max_epochs`` epochs and is
     scored on the held-out fold after 0 (the logistic start as it is), 1, 2, 5, 10, 20, 50, ...
     and ``max_epochs`` epochs with the objective's exact metric at ``target`` (weighted with
-    ``sample_weight``, per group with ``groups``). The choice applies the start rule of
+    ``sample_weight``, per group with ``sensitive_features``). The choice applies the start rule of
     :class:`QuantileClassifier` (:func:`~quantile_surrogate.selection._start_rule.select_over_start`)
     inside each model family, then compares the families:
 
@@ -127,8 +127,9 @@ class QuantileClassifierCV(ThresholdedClassifier):
     hidden_layer_sizes_grid : sequence of tuples, default=((), (64,))
         Model families: ``()`` is the linear model, ``(64,)`` a one-hidden-layer ReLU MLP.
     cv : int >= 2, cross-validation splitter or iterable of (train, test) index arrays, default=3
-        An integer means stratified folds (by class, and by (class, group) with ``groups``),
-        shuffled with ``random_state``; a splitter is called as ``split(X, y, groups)``.
+        An integer means stratified folds (by class, and by (class, group) with
+        ``sensitive_features``), shuffled with ``random_state``; a splitter is called as
+        ``split(X, y, groups)`` with ``fit``'s ``groups`` (never the constraint's groups).
     estimator : QuantileClassifier or None, default=None
         A template for every other setting (``objective`` and ``target`` of this class win);
         None means ``QuantileClassifier()``. Its ``max_epochs``, ``n_restarts`` and ``init``
@@ -199,7 +200,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
 
     _parameter_constraints: dict = {
         "objective": [StrOptions(set(OBJECTIVES))],
-        "target": [Interval(Real, 0, 1, closed="neither"), None],
+        "target": TARGET_CONSTRAINT,
         "alphas": ["array-like"],
         "bandwidths": ["array-like"],
         "hidden_layer_sizes_grid": ["array-like"],
@@ -210,7 +211,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, objective="precision_at_recall", target=None, *, alphas=(1e-2, 1e-3),
+    def __init__(self, *, objective="precision_at_recall", target=None, alphas=(1e-2, 1e-3),
                  bandwidths=(0.1,), hidden_layer_sizes_grid=((), (64,)), cv=3, estimator=None, selection_se=2.0,
                  n_jobs=1, random_state=None):
         self.objective = objective
@@ -263,22 +264,25 @@ class QuantileClassifierCV(ThresholdedClassifier):
         return list(splitter.split(np.zeros((len(y01), 1)), strata))
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, groups=None, sample_weight=None):
+    def fit(self, X, y, *, sample_weight=None, sensitive_features=None, groups=None):
         """Score the grid by stratified K-fold, refit the best on every row; returns self.
 
         Parameters
         ----------
         X : array-like of shape (n, d)
         y : array-like of shape (n,), two classes
-        groups : array-like of shape (n,) or None
-            Group labels: the constraint is trained and scored in every group (as
-            :meth:`QuantileClassifier.fit` with ``groups``), the folds are stratified by
-            (class, group) and the refit has one threshold per group; ``predict`` then needs
-            ``groups``. A splitter passed as ``cv`` also receives them.
         sample_weight : array-like of shape (n,), >= 0, or None
             Frequency weights: they weight every fold fit (loss, quantile threshold, logistic
             start), the held-out metric and loss, the refit and ``threshold_`` (an integer
             weight counts as that many copies of the row, within its fold).
+        sensitive_features : array-like of shape (n,) or None
+            Group labels: the constraint is trained and scored in every group (as
+            :meth:`QuantileClassifier.fit` with ``sensitive_features``), the integer ``cv``'s
+            folds are stratified by (class, group) and the refit has one threshold per group;
+            ``predict`` then needs them. They are never handed to a splitter.
+        groups : array-like of shape (n,) or None
+            scikit-learn's meaning: labels for a group-aware splitter passed as ``cv`` (such as
+            ``GroupKFold``), called as ``cv.split(X, y, groups)``; not a constraint.
 
         Returns
         -------
@@ -287,10 +291,10 @@ class QuantileClassifierCV(ThresholdedClassifier):
         X, y01 = self._validate_training_data(X, y)
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
         grid = self._grid()
-        codes = self._encode_fit_groups(groups, y01)
+        codes = self._encode_fit_groups(sensitive_features, y01)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         base = self._template(seed)
-        folds = self._folds(X, y01, codes, groups, seed)
+        folds = self._folds(X, y01, codes, groups, seed)  # the splitter's groups, never the constraint's
         Xt = base._working_tensor(X, None, weight)  # standardised once with every row's (weighted) statistics
         yt = torch.as_tensor(y01, device=Xt.device)
         in_subset = base._objective_spec().subset_mask(yt == 1)
@@ -318,7 +322,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
                             for k in range(shape[1])], axis=1)
         chosen = self._record(candidates, metric, loss, ranking, seconds, epochs, base,
                               [held.y_np for _, held in sides], [held.weight_np for _, held in sides])
-        self._refit(base, X, y, weight, groups, codes, Xt, yt, candidates[chosen], seed, len(y01))
+        self._refit(base, X, y, weight, sensitive_features, codes, Xt, yt, candidates[chosen], seed, len(y01))
         return self
 
     @staticmethod
@@ -369,11 +373,11 @@ class QuantileClassifierCV(ThresholdedClassifier):
         self.best_score_ = float(results["mean_test_score"][chosen])
         return chosen
 
-    def _refit(self, base, X, y, weight, groups, codes, Xt, yt, candidate, seed, n_rows):
+    def _refit(self, base, X, y, weight, sensitive_features, codes, Xt, yt, candidate, seed, n_rows):
         """The chosen start, trained for ``epochs_`` epochs on every row, as ``best_estimator_``."""
         best = clone(base).set_params(**candidate)
         best._validate_training_data(X, y)
-        best._encode_fit_groups(groups, yt.cpu().numpy())
+        best._encode_fit_groups(sensitive_features, yt.cpu().numpy())
         best.mean_, best.scale_ = base.mean_, base.scale_
         every = FoldData(Xt, yt, np.arange(n_rows), weight, codes)
         model_seed, shuffle_seed = restart_seeds(seed, base.n_restarts)[self.restart_]

@@ -22,7 +22,7 @@ from ..quantiles import QUANTILE_ESTIMATORS
 from ..training import train
 from ._quantile_fit import QuantileFitSteps
 from ._standardize import standardize_columns
-from ._threshold import ThresholdedClassifier
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from .._utils.checks import check_sample_weight
 
 __all__ = ["QuantileClassifier", "DEFAULT_TARGETS"]
@@ -92,7 +92,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         ``selection_folds``-fold cross-fitting scores every restart after 0 (logistic start
         only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out folds with the
         objective's exact metric, and the chosen candidate is trained again on every row from
-        the same start. With ``groups``, a ``checkpoint``, or a class with fewer than
+        the same start. With ``sensitive_features``, a ``checkpoint``, or a class with fewer than
         ``4 * selection_folds`` rows, "auto" below 10,000 rows is False. docs/estimator.md and
         docs/real_data.md have the measurements behind this.
     selection_folds : int >= 2, default=3
@@ -138,7 +138,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         The decision threshold on the raw score ``f(x)``; with groups, one per entry of ``groups_``
         (the same array as ``group_thresholds_``).
     groups_ : ndarray of shape (n_groups,) or None
-        The sorted group labels seen in ``fit(X, y, groups=...)``; None without groups.
+        The sorted group labels seen in ``fit(X, y, sensitive_features=...)``; None without groups.
     group_thresholds_ : ndarray of shape (n_groups,) or None
         Each group's threshold, the exact empirical quantile on that group's training rows, so
         the constraint holds in every group there; None without groups.
@@ -146,7 +146,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         Linear models only, in the original feature units.
     intercept_ : ndarray of shape (1,)
         Linear models only; ``X @ coef_.T + intercept_`` equals :meth:`decision_function`.
-        With groups the thresholds are not in it: ``decision_function(X, groups)`` is
+        With groups the thresholds are not in it: ``decision_function(X, sensitive_features=groups)`` is
         ``X @ coef_.T + intercept_ - group_thresholds_[code of the row's group]``.
     tie_score_, tie_fraction_ : float (one per group with groups) or None
         With ``tie_break="random"``: the score tied at the constraint's boundary and the
@@ -195,15 +195,15 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     Group-wise constraints (equal opportunity: recall >= 0.9 in each group):
 
     >>> groups = np.where(X[:, 0] > 0, "a", "b")
-    >>> clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y, groups=groups)
-    >>> predicted = clf.predict(X, groups=groups) == 1
+    >>> clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y, sensitive_features=groups)
+    >>> predicted = clf.predict(X, sensitive_features=groups) == 1
     >>> [bool(predicted[(y == 1) & (groups == g)].mean() >= 0.9) for g in clf.groups_]
     [True, True]
     """
 
     _parameter_constraints: dict = {
         "objective": [StrOptions(set(OBJECTIVES))],
-        "target": [Interval(Real, 0, 1, closed="neither"), None],
+        "target": TARGET_CONSTRAINT,
         "form": [StrOptions({"fp", "tp"})],
         "quantile": [StrOptions(set(QUANTILE_ESTIMATORS)), callable],
         "bandwidth": [Interval(Real, 0, None, closed="neither")],
@@ -233,39 +233,12 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         "tie_break": [StrOptions({"none", "random"})],
     }
 
-    def __init__(
-        self,
-        objective="precision_at_recall",
-        target=None,
-        *,
-        form="fp",
-        quantile="kernel",
-        bandwidth=0.05,
-        surrogate="logistic",
-        hidden_layer_sizes=(),
-        module_factory=None,
-        alpha=1e-3,
-        learning_rate=0.1,
-        momentum=0.9,
-        batch_size="auto",
-        subset_batch_size=None,
-        subset_from_batch=False,
-        max_epochs=200,
-        n_restarts=3,
-        init="mixed",
-        early_stopping="auto",
-        selection_folds=3,
-        selection_se=2.0,
-        validation_fraction=0.2,
-        n_iter_no_change=20,
-        refit=False,
-        standardize=True,
-        random_state=None,
-        verbose=False,
-        device="cpu",
-        checkpoint=None,
-        tie_break="none",
-    ):
+    def __init__(self, *, objective="precision_at_recall", target=None, form="fp", quantile="kernel", bandwidth=0.05,
+                 surrogate="logistic", hidden_layer_sizes=(), module_factory=None, alpha=1e-3, learning_rate=0.1,
+                 momentum=0.9, batch_size="auto", subset_batch_size=None, subset_from_batch=False, max_epochs=200,
+                 n_restarts=3, init="mixed", early_stopping="auto", selection_folds=3, selection_se=2.0,
+                 validation_fraction=0.2, n_iter_no_change=20, refit=False, standardize=True, random_state=None,
+                 verbose=False, device="cpu", checkpoint=None, tie_break="none"):
         self.objective = objective
         self.target = target
         self.form = form
@@ -298,7 +271,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
 
     # -- the estimator API -------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, groups=None, sample_weight=None):
+    def fit(self, X, y, *, sample_weight=None, sensitive_features=None):
         """Train the scorer and set ``threshold_`` at the exact empirical quantile of its training scores.
 
         The steps: validate and encode the labels and groups, draw the seed, split off the
@@ -312,7 +285,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Exactly two classes; ``classes_[1]`` (the larger label) is the positive one.
-        groups : array-like of shape (n_samples,) or None, default=None
+        sensitive_features : array-like of shape (n_samples,) or None, default=None
             Any labels (strings, integers). The constraint then holds in every group: each
             group's rows are compared with their own threshold ``q(f(A \\cap G_g), 1 - target)``
             in the loss (:func:`~quantile_surrogate.losses.rate_constrained_loss`) and in
@@ -349,7 +322,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         """
         X, y01 = self._validate_training_data(X, y)
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
-        codes = self._encode_fit_groups(groups, y01)
+        codes = self._encode_fit_groups(sensitive_features, y01)
         self._hidden_sizes()
         seed = self._draw_seed()
         fit_rows, val_rows = self._split(y01, seed, codes)
