@@ -24,15 +24,24 @@ num_leaves=31 and min_child_samples=20, XGBoost's max_depth=6; one thread each):
 ``qb_xgboost``         QuantileBoostingClassifier(objective, target, backend="xgboost")
 =====================  ====================================================================
 
-Run (docs/real_data.md came from this)::
+Run (docs/real_data.md's first table came from this; results/README.md has the command of every
+committed table)::
 
-    nice -n 10 .venv/bin/python benchmarks/real_data.py --splits 5 --out results/real_data.csv
+    nice -n 10 .venv/bin/python benchmarks/real_data.py --splits 5 --max-rows 40000 \
+        --methods logistic,quantile_linear,quantile_mlp,lightgbm,xgboost,qb_lightgbm,qb_xgboost \
+        --out results/real_data/all_methods_5splits.csv
 
 ``--max-rows N`` subsamples larger sets (seeded, stratified; the table says so); ``--set
 name=value`` changes a QuantileBoostingClassifier parameter (ablations, e.g. ``--set bandwidth=0.05``),
 ``--qc-set name=value`` a QuantileClassifier one (e.g. ``--qc-set selection_se=0``);
 ``--timing`` times LightGBM's log-loss fit against QuantileBoostingClassifier on all of
 33_skin; ``--quick`` is a seconds-long smoke run on Ionosphere and Housing (the tests use it).
+
+``--compare CSV`` (repeatable) is the behaviour check: it re-runs the committed CSVs' rows for the
+chosen sets and splits (by default the CSVs' own methods), matches them on (set, objective, target,
+method, split) and compares every numeric column but the timing (``fit_seconds``), printing the
+largest absolute difference per column and per method; it exits with status 1 when one exceeds
+``--atol`` (default 1e-10) or a re-run row has no committed twin. results/README.md has the command.
 """
 
 from __future__ import annotations
@@ -66,6 +75,8 @@ OPERATING_POINTS = (("precision_at_recall", 0.9), ("precision_at_rate", 0.05))
 METHODS = ("logistic", "logistic_converged", "quantile_linear", "quantile_mlp", "quantile_cv", "lightgbm", "xgboost",
            "qb_lightgbm", "qb_xgboost")
 REFERENCE = "lightgbm"
+KEYS = ["set", "objective", "target", "method", "split"]
+TIMING = ("fit_seconds",)  # never reproducible, so never compared
 
 
 def load(name, data):
@@ -92,12 +103,12 @@ def make(method, objective, target, seed, rounds, quick, overrides=None, qc_over
         return model, model.decision_function
     if method == "quantile_cv":
         small = dict(estimator=QuantileClassifier(max_epochs=5, n_restarts=1), alphas=(1e-3,), bandwidths=(0.05,))
-        model = QuantileClassifierCV(objective, target, random_state=seed, **(small if quick else {}))
+        model = QuantileClassifierCV(objective=objective, target=target, random_state=seed, **(small if quick else {}))
         return model, lambda X: model.decision_function(X)
     if method.startswith("quantile_"):
         epochs = dict(max_epochs=5, n_restarts=1) if quick else {}
         hidden = (64,) if method == "quantile_mlp" else ()
-        model = QuantileClassifier(objective, target, hidden_layer_sizes=hidden, random_state=seed, **epochs)
+        model = QuantileClassifier(objective=objective, target=target, hidden_layer_sizes=hidden, random_state=seed, **epochs)
         model.set_params(**(qc_overrides or {}))
         return model, lambda X: model.decision_function(X)
     if method == "lightgbm":
@@ -113,7 +124,7 @@ def make(method, objective, target, seed, rounds, quick, overrides=None, qc_over
         return model, lambda X: model.predict(X, output_margin=True)
     backend = method.removeprefix("qb_")
     threads = {"num_threads": 1} if backend == "lightgbm" else {"nthread": 1}
-    model = QuantileBoostingClassifier(objective, target, backend=backend, random_state=seed,
+    model = QuantileBoostingClassifier(objective=objective, target=target, backend=backend, random_state=seed,
                                        backend_params=threads, **trees)
     model.set_params(**(overrides or {}))
     return model, lambda X: model.decision_function(X)
@@ -214,6 +225,41 @@ def summary(frame):
     return "\n".join(lines)
 
 
+def compare(frame, reference, atol=1e-10):
+    """Every re-run row against its committed twin: ``(report, ok)``.
+
+    Rows are matched on ``KEYS``; each numeric column both frames share, except ``TIMING``, is
+    compared as ``|new - committed|`` (two NaNs are equal, a NaN against a number is ``inf``).
+    ``ok`` is False when a difference exceeds ``atol`` or a re-run row has no twin in ``reference``.
+    """
+    merged = frame.merge(reference, on=KEYS, how="left", suffixes=("", "_committed"), indicator=True)
+    missing = merged[merged["_merge"] == "left_only"][KEYS]
+    columns = [c for c in frame.columns if c not in KEYS and c not in TIMING and f"{c}_committed" in merged
+               and pd.api.types.is_numeric_dtype(frame[c]) and pd.api.types.is_numeric_dtype(reference[c])]
+    matched = merged[merged["_merge"] == "both"]
+    diffs = {}
+    for c in columns:
+        new, old = matched[c].to_numpy(np.float64), matched[f"{c}_committed"].to_numpy(np.float64)
+        both_nan = np.isnan(new) & np.isnan(old)
+        diffs[c] = np.where(both_nan, 0.0, np.nan_to_num(np.abs(new - old), nan=np.inf))
+    worst = {c: float(d.max()) if len(d) else 0.0 for c, d in diffs.items()}
+    lines = [f"compared {len(matched)} rows ({matched.set.nunique()} sets, splits "
+             f"{sorted(matched.split.unique().tolist())}, methods {sorted(matched.method.unique().tolist())}); "
+             f"columns {columns} (not compared: {', '.join(TIMING)}); tolerance {atol:g}", "",
+             "| method | rows | " + " | ".join(f"max abs diff {c}" for c in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for method, rows in matched.groupby("method").groups.items():
+        at = matched.index.get_indexer(rows)
+        lines.append(f"| {method} | {len(at)} | " + " | ".join(f"{diffs[c][at].max():.3g}" for c in columns) + " |")
+    overall = max(worst.values(), default=0.0)
+    lines += ["", f"max abs diff over every compared column: {overall:.3g}"]
+    if len(missing):
+        lines.append(f"{len(missing)} re-run rows have no committed twin, e.g. {missing.iloc[0].to_dict()}")
+    ok = overall <= atol and not len(missing) and len(matched) > 0
+    lines.append("EQUAL within tolerance" if ok else "DIFFERENT: above tolerance, missing rows or nothing compared")
+    return "\n".join(lines), ok
+
+
 def timing(data=DEFAULT_DATA, rounds=100, repeats=3):
     """Fit seconds on all of 33_skin (one 50/50 training half): LightGBM log loss against QuantileBoostingClassifier."""
     import lightgbm as lgb
@@ -231,7 +277,7 @@ def timing(data=DEFAULT_DATA, rounds=100, repeats=3):
             lgb.LGBMClassifier(n_estimators=rounds, verbose=-1, n_jobs=1, deterministic=True,
                                force_col_wise=True).fit(X_train, y_train)
             base.append(time.perf_counter() - start)
-            model = QuantileBoostingClassifier(objective, target, n_estimators=rounds, random_state=0,
+            model = QuantileBoostingClassifier(objective=objective, target=target, n_estimators=rounds, random_state=0,
                                                backend_params={"num_threads": 1})
             start = time.perf_counter()
             model.fit(X_train, y_train)
@@ -259,6 +305,9 @@ def main(argv=None):
                         help="a QuantileBoostingClassifier parameter to change (a Python literal), for ablations")
     parser.add_argument("--qc-set", action="append", default=[], metavar="NAME=VALUE",
                         help="a QuantileClassifier parameter to change (a Python literal), e.g. selection_se=0")
+    parser.add_argument("--compare", action="append", default=[], metavar="CSV",
+                        help="committed per-split CSV(s) to re-run and compare (the behaviour check)")
+    parser.add_argument("--atol", type=float, default=1e-10, help="tolerance of --compare")
     args = parser.parse_args(argv)
     if args.timing:
         print(timing(args.data, args.rounds))
@@ -266,8 +315,14 @@ def main(argv=None):
     out = Path(args.out) if args.out else None
     if out is not None and out.exists():
         parser.error(f"--out {out} exists; choose a new file name (results are never overwritten).")
+    reference = (pd.concat([pd.read_csv(path) for path in args.compare], ignore_index=True)
+                 if args.compare else None)
     datasets = tuple(args.datasets.split(",")) if args.datasets else None
     methods = tuple(args.methods.split(","))
+    if reference is not None:
+        datasets = datasets or tuple(dict.fromkeys(reference.set))
+        if args.methods == parser.get_default("methods"):
+            methods = tuple(m for m in METHODS if m in set(reference.method))
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         parser.error(f"--methods: unknown {unknown}; choose from {', '.join(METHODS)}.")
@@ -290,6 +345,10 @@ def main(argv=None):
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out, lambda path: frame.to_csv(path, index=False))
+    if reference is not None:
+        report, ok = compare(frame, reference, args.atol)
+        print(report)
+        raise SystemExit(0 if ok else 1)
     print(summary(frame))
 
 

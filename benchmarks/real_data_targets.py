@@ -15,8 +15,8 @@ per-split difference):
 
 Run::
 
-    .venv/bin/python -m benchmarks.real_data_targets results/real_data_issue12_20splits_qc.csv \
-        results/real_data_issue12_20splits_cv.csv
+    .venv/bin/python -m benchmarks.real_data_targets results/real_data/quantile_classifier_20splits.csv \
+        results/real_data/quantile_classifier_cv_20splits.csv
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The issue-12 target tables read from a per-split benchmark CSV (benchmarks/real_data_targets.py)."""
+"""The issue-12 target tables read from a per-split benchmark CSV (benchmarks/real_data_targets.py), and the
+behaviour check that re-runs committed rows and compares them (benchmarks/real_data.py --compare)."""
 
 import importlib.util
 from pathlib import Path
@@ -67,3 +68,64 @@ def test_several_csv_files_are_read_as_one(tmp_path, capsys):
     (tmp_path / "b.csv").write_text(linear[linear.split == 1].to_csv(index=False))
     targets.main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
     assert "(2 splits)" in capsys.readouterr().out
+
+
+# --- the behaviour check: benchmarks/real_data.py --compare -------------------------------------------------------
+
+real_data = load("real_data")
+
+
+def committed(values: dict, name="s"):
+    """Committed rows as real_data.py writes them, fit_seconds and the boosting column included."""
+    rows = frame(values, name=name)
+    return rows.assign(fit_seconds=1.0, quantile_rounds=np.nan, source_rows=200)
+
+
+def test_compare_ignores_the_timing_and_equal_nans():
+    old = committed({"quantile_linear": [0.5, 0.6], "logistic": [0.4, 0.4]})
+    new = old.assign(fit_seconds=99.0)  # timings never repeat; quantile_rounds NaN on both sides
+    report, ok = real_data.compare(new, old, atol=1e-10)
+    assert ok and "max abs diff over every compared column: 0" in report
+    assert "fit_seconds" not in report.split("not compared")[0]
+
+
+@pytest.mark.parametrize(("column", "delta", "ok"), [
+    ("value", 1e-11, True),    # within the tolerance
+    ("value", 1e-9, False),    # above it
+    ("n_train", 1, False),     # every numeric column counts, not only the metric
+    ("value", np.nan, False),  # a NaN against a number is an infinite difference
+])
+def test_compare_fails_above_the_tolerance_in_any_numeric_column(column, delta, ok):
+    old = committed({"quantile_linear": [0.5, 0.6]})
+    new = old.copy()
+    new.loc[1, column] = new.loc[1, column] + delta
+    report, result = real_data.compare(new, old, atol=1e-10)
+    assert result is ok
+    assert ("EQUAL" in report) is ok
+
+
+def test_compare_fails_on_a_rerun_row_without_a_committed_twin():
+    old = committed({"quantile_linear": [0.5, 0.6]})
+    new = committed({"quantile_linear": [0.5, 0.6, 0.7]})  # split 2 was never committed
+    report, ok = real_data.compare(new, old)
+    assert not ok and "1 re-run rows have no committed twin" in report
+
+
+def test_compare_matches_rows_by_key_not_by_position():
+    old = committed({"quantile_linear": [0.5, 0.6], "logistic": [0.4, 0.3]})
+    report, ok = real_data.compare(old.iloc[::-1].reset_index(drop=True), old)
+    assert ok and "compared 4 rows" in report
+
+
+def test_compare_reruns_a_written_csv_and_exits_zero(tmp_path, capsys):
+    out = tmp_path / "rows.csv"
+    real_data.main(["--quick", "--methods", "logistic", "--out", str(out)])
+    with pytest.raises(SystemExit) as exit_:
+        real_data.main(["--quick", "--compare", str(out)])  # methods and sets taken from the CSV
+    assert exit_.value.code == 0
+    assert "EQUAL within tolerance" in capsys.readouterr().out
+    changed = pd.read_csv(out).assign(value=lambda rows: rows.value + 1e-6)
+    changed.to_csv(tmp_path / "changed.csv", index=False)
+    with pytest.raises(SystemExit) as exit_:
+        real_data.main(["--quick", "--compare", str(tmp_path / "changed.csv")])
+    assert exit_.value.code == 1
