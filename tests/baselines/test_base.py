@@ -26,7 +26,7 @@ from quantile_surrogate.baselines import (
     LogisticRegressionBaseline,
     prec_at_k_avg_surrogate,
 )
-from quantile_surrogate.baselines._base import NOT_BINARY_MESSAGE
+from quantile_surrogate._utils.checks import NOT_BINARY_MESSAGE
 from quantile_surrogate.datasets import make_gaussian_mixture
 
 
@@ -334,7 +334,7 @@ def test_unsupported_objective_names_the_alternative(estimator):
 
 
 def test_not_binary_message_names_the_fix():
-    assert "Map the class of interest to 1" in NOT_BINARY_MESSAGE
+    assert "map the positive class to 1" in NOT_BINARY_MESSAGE
 
 
 @pytest.mark.parametrize("estimator", small_estimators(), ids=lambda e: type(e).__name__)

@@ -44,7 +44,7 @@ def assert_refused(tmp_path, capsys, argv, *fragments):
 
 def group_scores(saved, frame, path):
     groups = _file_io.categorical_column(frame, "region")
-    return saved.decision_function(_file_io.features(frame, saved.schema, path), groups=groups), groups
+    return saved.decision_function(_file_io.features(frame, saved.schema, path), sensitive_features=groups), groups
 
 
 def test_fit_with_groups_trains_one_threshold_per_group(files, tmp_path, capsys):

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from quantile_surrogate._utils import files as _files
-from quantile_surrogate.cli import _file_commands as file_commands
+from quantile_surrogate.cli import _fit
 from quantile_surrogate.cli import _reproduce as reproduce_command
 
 from tests._cli import FIT, assert_one_line_error, deny_temporary_files, full_disk, make_frame, run, snapshot
@@ -72,7 +72,7 @@ def test_refused_outputs_leave_everything_as_it_was(folder, capsys, monkeypatch,
     def no_work(*args, **kwargs):
         raise AssertionError("a bad output path must be refused before any work")
 
-    monkeypatch.setattr(file_commands, "read_table", no_work)  # fit refuses before reading the data
+    monkeypatch.setattr(_fit, "read_table", no_work)  # fit refuses before reading the data
     monkeypatch.setattr(reproduce_command, "_synthetic", no_work)
     assert_nothing_changed(folder, capsys, argv, 1, fragment)
 

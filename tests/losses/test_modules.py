@@ -7,7 +7,27 @@ import torch
 
 import quantile_surrogate as qs
 from quantile_surrogate import losses as L
+from quantile_surrogate._utils.checks import (
+    BANDWIDTH_MESSAGE,
+    BINARY_01,
+    BOOL_MESSAGE,
+    NOT_BINARY_MESSAGE,
+    NUMBER_TYPE_MESSAGE,
+    OPTION_MESSAGE,
+    REDUCTION_MESSAGE,
+    TARGET_RANGE_MESSAGE,
+    TARGETS_EMPTY_MESSAGE,
+)
 from quantile_surrogate.losses import modules
+from quantile_surrogate.losses._rate_loss import EMPTY_SUBSET, PENALIZE, QUANTILE_TYPE_MESSAGE
+from quantile_surrogate.losses.named import PRECISION_FORMS
+from quantile_surrogate.quantiles import QUANTILE_ESTIMATORS
+
+from tests.losses._data import exact, prefix
+
+
+def _option(name, options, value):
+    return exact(OPTION_MESSAGE, name=name, options=sorted(options), value=value)
 
 
 def random_batch(n=60, seed=0):
@@ -86,14 +106,14 @@ CLASSES = [
 @pytest.mark.parametrize(
     "settings, error, match",
     [
-        (dict(bandwidth=0.0), ValueError, "`bandwidth` must be a finite number > 0"),
-        (dict(bandwidth="0.1"), TypeError, "`bandwidth` must be a real number"),
-        (dict(quantile="median"), ValueError, "`quantile` must be one of"),
-        (dict(quantile=0.5), TypeError, "`quantile` must be an estimator name"),
-        (dict(surrogate="exp"), ValueError, "`surrogate` must be one of"),
-        (dict(reduction="avg"), ValueError, "`reduction` must be one of"),
-        (dict(empty_subset="skip"), ValueError, "`empty_subset` must be one of"),
-        (dict(validate_args="yes"), TypeError, "`validate_args` must be True or False"),
+        (dict(bandwidth=0.0), ValueError, exact(BANDWIDTH_MESSAGE, value=0.0)),
+        (dict(bandwidth="0.1"), TypeError, exact(NUMBER_TYPE_MESSAGE, name="bandwidth", type_name="str")),
+        (dict(quantile="median"), ValueError, _option("quantile", QUANTILE_ESTIMATORS, "median")),
+        (dict(quantile=0.5), TypeError, exact(QUANTILE_TYPE_MESSAGE, "float")),
+        (dict(surrogate="exp"), ValueError, _option("surrogate", L.SURROGATES, "exp")),
+        (dict(reduction="avg"), ValueError, exact(REDUCTION_MESSAGE, value="avg")),
+        (dict(empty_subset="skip"), ValueError, _option("empty_subset", EMPTY_SUBSET, "skip")),
+        (dict(validate_args="yes"), TypeError, exact(BOOL_MESSAGE, name="validate_args", type_name="str", value="yes")),
         (dict(bandwith=0.1), TypeError, "unexpected keyword argument 'bandwith'"),  # a typo is not swallowed
     ],
 )
@@ -105,15 +125,17 @@ def test_settings_are_checked_in_init(cls, target_name, target, settings, error,
 @pytest.mark.parametrize(
     "make, error, match",
     [
-        (lambda: modules.PrecisionAtRecallLoss(recall=1.5, bandwidth=0.1), ValueError, "`recall` must be strictly"),
-        (lambda: modules.PrecisionAtRecallLoss(recall=0.0), ValueError, "`recall` must be strictly"),
-        (lambda: modules.RecallAtFPRLoss(fpr=1.0), ValueError, "`fpr` must be strictly"),
-        (lambda: modules.PrecisionAtRateLoss(rate=-0.1), ValueError, "`rate` must be strictly"),
-        (lambda: modules.PrecisionAtRateLoss(rate=0.1, form="xy"), ValueError, "`form` must be one of"),
-        (lambda: modules.RateConstrainedLoss(rate=0.1, penalize="all"), ValueError, "`penalize` must be one of"),
-        (lambda: modules.PRAUCLoss(recalls=()), ValueError, "`recalls` is empty"),
-        (lambda: modules.PRAUCLoss(recalls=(0.5, 1.2)), ValueError, "`recalls` must be strictly"),
-        (lambda: modules.PrecisionAtRecallLoss(recall="0.9"), TypeError, "`recall` must be a real number"),
+        (lambda: modules.PrecisionAtRecallLoss(recall=1.5, bandwidth=0.1), ValueError,
+         exact(TARGET_RANGE_MESSAGE, name="recall", value=1.5)),
+        (lambda: modules.PrecisionAtRecallLoss(recall=0.0), ValueError, exact(TARGET_RANGE_MESSAGE, name="recall", value=0.0)),
+        (lambda: modules.RecallAtFPRLoss(fpr=1.0), ValueError, exact(TARGET_RANGE_MESSAGE, name="fpr", value=1.0)),
+        (lambda: modules.PrecisionAtRateLoss(rate=-0.1), ValueError, exact(TARGET_RANGE_MESSAGE, name="rate", value=-0.1)),
+        (lambda: modules.PrecisionAtRateLoss(rate=0.1, form="xy"), ValueError, _option("form", PRECISION_FORMS, "xy")),
+        (lambda: modules.RateConstrainedLoss(rate=0.1, penalize="all"), ValueError, _option("penalize", PENALIZE, "all")),
+        (lambda: modules.PRAUCLoss(recalls=()), ValueError, exact(TARGETS_EMPTY_MESSAGE, name="recalls")),
+        (lambda: modules.PRAUCLoss(recalls=(0.5, 1.2)), ValueError, exact(TARGET_RANGE_MESSAGE, name="recalls", value=1.2)),
+        (lambda: modules.PrecisionAtRecallLoss(recall="0.9"), TypeError,
+         exact(NUMBER_TYPE_MESSAGE, name="recall", type_name="str")),
         (lambda: modules.PrecisionAtRecallLoss(0.9, "point"), TypeError, "positional argument"),  # keyword-only
     ],
 )
@@ -133,6 +155,8 @@ def test_signatures_are_explicit_and_keyword_only(cls, target_name, target):
     assert getattr(module, "target") == target
     # The settings the functional loss receives are the module's own (DistributedQuantileLoss reads them).
     assert set(module.settings) >= {"empty_subset", "validate_args"}
+    for name in names:
+        assert f"\n    {name} : " in cls.__doc__, f"{cls.__name__}: {name} is not documented"
 
 
 def test_validate_args_false_skips_the_input_checks():
@@ -140,5 +164,5 @@ def test_validate_args_false_skips_the_input_checks():
     checked = qs.PrecisionAtRecallLoss(0.8)
     unchecked = qs.PrecisionAtRecallLoss(0.8, validate_args=False)
     torch.testing.assert_close(checked(scores, labels), unchecked(scores, labels))
-    with pytest.raises(ValueError, match="`labels` must be binary"):
+    with pytest.raises(ValueError, match=prefix(NOT_BINARY_MESSAGE, name="labels", accepted=BINARY_01)):
         checked(scores, labels * 2)

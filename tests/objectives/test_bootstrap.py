@@ -5,9 +5,14 @@ References are brute force: the metrics of quantile_surrogate.metrics on explici
 
 import warnings
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from quantile_surrogate.metrics._held_out import held_out_metric
 from quantile_surrogate.objectives import bootstrap
 from quantile_surrogate.objectives.bootstrap import SortedScores, bootstrap_metrics, metrics_from_counts
 from quantile_surrogate.objectives import OBJECTIVES
@@ -59,6 +64,26 @@ def test_weighted_metrics_equal_the_metrics_on_explicit_resamples(objective, tar
         got = metrics_from_counts(data, counts, objective, target)[0]
         expected = explicit_metrics(positive[rows], score[rows], objective, target)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=150, deadline=None)
+@given(objective=st.sampled_from(sorted(OBJECTIVES)), target=st.floats(0.01, 0.99), n=st.integers(2, 60),
+       levels=st.integers(1, 8), seed=st.integers(0, 2**31 - 1))
+def test_public_metric_held_out_scorer_and_bootstrap_agree_exactly_on_ties(objective, target, n, levels, seed):
+    """One counting core: the three callers give the same float on a resample, ties across classes included."""
+    rng = np.random.default_rng(seed)
+    positive = rng.random(n) < rng.uniform(0.05, 0.95)
+    score = rng.integers(0, levels, n).astype(np.float64) + positive * rng.integers(0, 2) * rng.uniform(0, 2)
+    rows = rng.integers(0, n, n)
+    data = SortedScores(positive, score)
+    counts = np.bincount(rows, minlength=n)[data.order][None, :]
+    from_bootstrap = metrics_from_counts(data, counts, objective, target)[0, 3]
+    from_held_out = held_out_metric(positive[rows], score[rows], objective, target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an undefined metric warns in the public function
+        public = OBJECTIVES[objective].metric(positive[rows], score[rows], target)
+    values = [from_bootstrap, from_held_out, public]
+    assert all(math.isnan(v) for v in values) or from_bootstrap == from_held_out == public, values
 
 
 @pytest.mark.parametrize("objective", ["precision_at_recall", "recall_at_fpr"])

@@ -4,8 +4,7 @@
 the path ``torch.compile`` takes) is the reference; ``_kernel_window.kernel_quantile_window``
 sorts only the rows whose kernel weight matters. Each comparison first asserts that the
 fast path was taken, so that a silent fallback to the full sort cannot make a test pass.
-The last part checks ``_selection.selection_estimates`` (NumPy, several levels, a subset)
-against ``torch_selection_estimates`` (torch, masked).
+(``_rank_selection.selection_estimates`` against its masked torch path: tests/quantiles/test_rank_selection.py.)
 """
 
 import math
@@ -242,46 +241,3 @@ def test_sample_miss_triggers_exact_selection(monkeypatch):
     atol, grad_atol = _tolerance(scores)
     torch.testing.assert_close(fast, ref, atol=atol, rtol=0)
     torch.testing.assert_close(fast_grad, ref_grad, atol=grad_atol, rtol=0)
-
-
-# --- _selection: NumPy (several levels, a subset) against the masked torch path -------------
-
-SELECTION_LEVELS = (0.05, 0.1, 0.5, 0.9, 0.95)
-
-
-@pytest.mark.parametrize("name", _selection.SELECTION_ESTIMATORS)
-@pytest.mark.parametrize("kind", ["continuous", "heavy_ties"])
-@pytest.mark.parametrize("n", [50, 3000])
-def test_numpy_selection_equals_the_masked_torch_path(name, kind, n):
-    # The torch path is what torch.compile and other devices run: the two must agree on the value
-    # and on the gradient (per distinct score: which tied row takes a one-hot weight is arbitrary).
-    scores = _make_scores(kind, n, seed=n)
-    subset = torch.as_tensor(np.random.default_rng(n).random(n) < 0.3)
-    for mask in (None, subset):
-        for levels in (SELECTION_LEVELS[2:3], SELECTION_LEVELS):
-            fast_in, ref_in = scores.clone().requires_grad_(), scores.clone().requires_grad_()
-            fast = _selection.selection_estimates(name, fast_in, levels, 0.05, mask)
-            ref = _selection.torch_selection_estimates(name, ref_in, levels, 0.05, mask)
-            torch.testing.assert_close(fast, ref, atol=1e-12, rtol=0)
-            weights = torch.arange(1.0, len(levels) + 1, dtype=torch.float64)  # a different weight per level
-            (fast * weights).sum().backward()
-            (ref * weights).sum().backward()
-            torch.testing.assert_close(_per_value(scores, fast_in.grad), _per_value(scores, ref_in.grad),
-                                       atol=1e-12, rtol=0)
-            if mask is not None:
-                assert float(fast_in.grad[~mask].abs().max()) == 0.0  # rows outside A get no gradient
-                expected = [_reference.point_np(scores[mask].numpy(), c) if name == "point" else
-                            _reference.kernel_np(scores[mask].numpy(), c, 0.05, _selection.KERNEL_OF_ESTIMATOR[name])
-                            for c in levels]
-                torch.testing.assert_close(fast, torch.tensor(expected, dtype=torch.float64), atol=1e-12, rtol=0)
-
-
-@pytest.mark.parametrize("name", _selection.SELECTION_ESTIMATORS)
-def test_empty_subset_gives_nan_and_no_nan_gradient(name):
-    for path in (_selection.selection_estimates, _selection.torch_selection_estimates):
-        scores = torch.randn(20, dtype=torch.float64, requires_grad=True)
-        estimates = path(name, scores, (0.3, 0.7), 0.05, torch.zeros(20, dtype=torch.bool))
-        assert estimates.shape == (2,) and bool(torch.isnan(estimates).all())
-        if estimates.requires_grad:  # the torch path keeps the graph: its gradient must be 0, not NaN
-            torch.where(torch.isnan(estimates), 0.0, estimates).sum().backward()
-            assert bool((scores.grad == 0).all())

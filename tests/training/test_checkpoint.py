@@ -19,7 +19,7 @@ from quantile_surrogate.training.checkpoint import (
     remove_stale_temporaries,
 )
 from quantile_surrogate.training._state import LoopState
-from tests.training.test_train import blobs, linear, params
+from tests.training._helpers import blobs, linear, params
 
 torch.set_num_threads(1)
 
@@ -214,7 +214,7 @@ KILLED_DURING_SAVE = """
 import os, sys, time, torch
 sys.path.insert(0, {root!r})
 import quantile_surrogate.training.checkpoint as checkpoint
-from tests.training.test_train import blobs, linear
+from tests.training._helpers import blobs, linear
 from quantile_surrogate.training import train
 saves = []
 real_save = torch.save
@@ -267,7 +267,7 @@ def test_a_process_killed_during_a_save_leaves_a_checkpoint_that_resumes_and_no_
 KILLED_SCRIPT = """
 import sys, time, torch
 sys.path.insert(0, {root!r})
-from tests.training.test_train import blobs, linear
+from tests.training._helpers import blobs, linear
 from quantile_surrogate.training import train
 X, y = blobs()
 train(linear(), X, y, checkpoint={path!r}, callback=lambda info: time.sleep(0.3), **{settings!r})

@@ -13,7 +13,7 @@ from quantile_surrogate.training.models import (
     mlp_scorer,
     reset_parameters,
 )
-from tests.training.test_train import blobs
+from tests.training._helpers import blobs
 
 torch.set_num_threads(1)
 

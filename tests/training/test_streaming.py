@@ -11,7 +11,7 @@ from quantile_surrogate.metrics import precision_at_recall
 from quantile_surrogate.training import train, training_loss
 from quantile_surrogate._utils.seeding import restart_seeds
 from quantile_surrogate.training.sampling import SubsetBatchSampler, epoch_batches
-from tests.training.test_train import blobs, linear, params
+from tests.training._helpers import blobs, linear, params
 
 torch.set_num_threads(1)
 

@@ -24,22 +24,40 @@ TARGET_RANGE_MESSAGE = (
 BANDWIDTH_MESSAGE = "`bandwidth` must be a finite number > 0; got {value!r}. The paper uses 0.05 to 0.08."
 EMPTY_MESSAGE = "`{name}` is empty; pass at least one score."
 NONFINITE_MESSAGE = (
-    "`{name}` contains NaN or inf ({count} of {total} values). Check the model's output "
-    "or lower the learning rate if training diverged."
+    "`{name}` contains NaN or inf ({count} of {total} values); pass finite values (check the model "
+    "or the data that produced them)."
 )
 NOT_TENSOR_MESSAGE = "`{name}` must be a torch.Tensor; got {type_name}. Wrap it with torch.as_tensor."
 NOT_FLOAT_MESSAGE = "`{name}` must be a floating point tensor; got dtype {dtype}. Call .float() on it."
 NOT_1D_MESSAGE = "`{name}` must be 1-D of shape (n,); got shape {shape}. Flatten it with .reshape(-1)."
-LABELS_NOT_BINARY_MESSAGE = (
-    "`labels` must be binary with values in {{0, 1}} (or bool); got values {values}. "
-    "Map the positive class to 1 and every other class to 0."
+NOT_BINARY_MESSAGE = (
+    "`{name}` must be binary, {accepted}; got values {values}. Only binary classification is supported: "
+    "map the positive class to 1 and every other class to 0 (one class against the rest)."
 )
+"""The one message for labels that are not binary (:func:`check_binary`, :func:`check_two_classes`).
+
+It names the argument, what it accepts (:data:`BINARY_01`, :data:`BINARY_SIGNED` or
+:data:`BINARY_CLASSES`), the first distinct values received and the fix. It contains
+scikit-learn's phrase "Only binary classification is supported", which its common checks look for."""
+BINARY_01 = "values in {0, 1}, or bool"
+BINARY_SIGNED = "values in {0, 1} or {-1, 1}, or bool"
+BINARY_CLASSES = "exactly two classes"
 LENGTH_MISMATCH_MESSAGE = (
     "`{name}` has {got} entries but `scores` has {expected}; they must have one entry per row."
 )
 REDUCTION_MESSAGE = "`reduction` must be one of 'mean', 'sum', 'none'; got {value!r}."
 OPTION_MESSAGE = "`{name}` must be one of {options}; got {value!r}."
 OPTION_TYPE_MESSAGE = "`{name}` must be a string, one of {options}; got {type_name}."
+NUMBER_TYPE_MESSAGE = "`{name}` must be a real number; got {type_name}."
+BOOL_MESSAGE = "`{name}` must be True or False; got {type_name} {value!r}."
+MASK_DTYPE_MESSAGE = "`{name}` must be a bool tensor (a row mask); got dtype {dtype}. Use `mask == 1`."
+TARGETS_TYPE_MESSAGE = "`{name}` must be a sequence of rates such as (0.1, 0.2, ..., 0.9); got {type_name}."
+TARGETS_EMPTY_MESSAGE = "`{name}` is empty; pass a grid such as (0.1, 0.2, ..., 0.9)."
+GROUPS_TYPE_MESSAGE = (
+    "`{name}` must be an integer tensor of group codes 0..G-1; encode labels with numpy.unique(..., return_inverse=True)."
+)
+GROUPS_SHAPE_MESSAGE = "`{name}` has shape {shape}; it needs one group code per row ({n})."
+GROUPS_NEGATIVE_MESSAGE = "`{name}` must hold codes >= 0; got {value}. Encode labels as 0..G-1."
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -51,7 +69,7 @@ def check_number(value, name: str) -> float:
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__}.")
+        raise TypeError(NUMBER_TYPE_MESSAGE.format(name=name, type_name=type(value).__name__))
     return float(value)
 
 
@@ -137,6 +155,85 @@ def _raise_nonfinite(scores: torch.Tensor, name: str):
     raise ValueError(NONFINITE_MESSAGE.format(name=name, count=bad, total=scores.numel()))
 
 
+def check_binary(labels, name: str = "labels", *, signed: bool = False):
+    """Binary labels, returned as a bool mask of the positives (True where the label is 1 or True).
+
+    The one check that labels are binary, with the one message :data:`NOT_BINARY_MESSAGE`.
+    A tensor (without ``signed``) is checked on its device in one pass (its min and max) and
+    gives a bool tensor; anything else (a NumPy array, a list, a tensor with ``signed``) is
+    checked as a NumPy array and gives a bool array.
+
+    Parameters
+    ----------
+    labels : Tensor or array-like of shape (n,)
+        Bool labels, or numbers in {0, 1} (any numeric dtype; ``0.5`` or NaN is refused).
+    name : str, default="labels"
+        The argument's name, for the message.
+    signed : bool, default=False
+        Also accept -1 for the negative class (the paper's {-1, +1}).
+
+    Returns
+    -------
+    Tensor or ndarray of bool, shape (n,)
+        ``labels == 1``.
+
+    Raises
+    ------
+    ValueError
+        :data:`NOT_BINARY_MESSAGE` if a label is not in the accepted set.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_binary(np.array([0, 1, 1]), "y")
+    array([False,  True,  True])
+    >>> check_binary([-1, 1], "y_true", signed=True)
+    array([False,  True])
+    """
+    if isinstance(labels, torch.Tensor) and not signed:
+        if labels.dtype == torch.bool:
+            return labels
+        if labels.numel():
+            _check_label_range(labels, _label_range(labels).tolist(), name)
+        return labels == 1
+    if isinstance(labels, torch.Tensor):
+        labels = labels.detach().cpu().numpy()
+    values = np.asarray(labels)
+    if values.dtype != bool:
+        accepted = (values == 0) | (values == 1)
+        if signed:
+            accepted |= values == -1
+        if not np.all(accepted):
+            raise ValueError(NOT_BINARY_MESSAGE.format(name=name, accepted=BINARY_SIGNED if signed else BINARY_01,
+                                                       values=_first_distinct(values)))
+    return values == 1
+
+
+def check_two_classes(classes, name: str = "y"):
+    """``classes`` (the distinct labels, as ``numpy.unique`` gives them) are at most two; returned as they are.
+
+    The estimators' form of :func:`check_binary`: they accept any two labels (strings
+    included) and refuse a third with :data:`NOT_BINARY_MESSAGE`.
+
+    Examples
+    --------
+    >>> check_two_classes(["no", "yes"])
+    ['no', 'yes']
+    """
+    if len(classes) > 2:
+        raise ValueError(NOT_BINARY_MESSAGE.format(name=name, accepted=BINARY_CLASSES,
+                                                   values=list(np.asarray(classes)[:6].tolist())))
+    return classes
+
+
+def _first_distinct(values: np.ndarray) -> list:
+    """Up to 6 distinct values for a message, sorted where they can be."""
+    try:
+        return np.unique(values)[:6].tolist()
+    except TypeError:  # an object array of mixed types cannot be sorted
+        return list(dict.fromkeys(values.tolist()))[:6]
+
+
 def check_labels(labels, n: int) -> torch.Tensor:
     """Binary labels of length ``n`` (bool, or {0, 1} of any numeric dtype), returned as a bool tensor (True = positive).
 
@@ -144,9 +241,7 @@ def check_labels(labels, n: int) -> torch.Tensor:
     ``TypeError`` (the losses never guess how to move an array to the scores' device).
     """
     _check_label_tensor(labels, n)
-    if labels.dtype != torch.bool and labels.numel():
-        _check_label_range(labels, _label_range(labels).tolist())
-    return labels if labels.dtype == torch.bool else labels == 1
+    return check_binary(labels, "labels")
 
 
 def check_scores_and_targets(scores, labels) -> torch.Tensor:
@@ -197,11 +292,12 @@ def _label_range(labels: torch.Tensor) -> torch.Tensor:
     return torch.stack(torch.aminmax(labels))
 
 
-def _check_label_range(labels: torch.Tensor, bounds):
+def _check_label_range(labels: torch.Tensor, bounds, name: str = "labels"):
+    """The tensor path of :func:`check_binary`, given ``(low, high)`` of :func:`_label_range` (read back once)."""
     low, high = bounds
     if low < 0 or high > 1:
         shown = torch.unique(labels.detach())[:6].tolist()
-        raise ValueError(LABELS_NOT_BINARY_MESSAGE.format(values=shown))
+        raise ValueError(NOT_BINARY_MESSAGE.format(name=name, accepted=BINARY_01, values=shown))
 
 
 def check_mask(mask, n: int, name: str) -> torch.Tensor:
@@ -209,7 +305,7 @@ def check_mask(mask, n: int, name: str) -> torch.Tensor:
     if not isinstance(mask, torch.Tensor):
         raise TypeError(NOT_TENSOR_MESSAGE.format(name=name, type_name=type(mask).__name__))
     if mask.dtype != torch.bool:
-        raise TypeError(f"`{name}` must be a bool tensor (a row mask); got dtype {mask.dtype}. Use `mask == 1`.")
+        raise TypeError(MASK_DTYPE_MESSAGE.format(name=name, dtype=mask.dtype))
     if mask.ndim != 1 or mask.numel() != n:
         raise ValueError(LENGTH_MISMATCH_MESSAGE.format(name=name, got=mask.numel(), expected=n))
     return mask
@@ -270,14 +366,7 @@ def check_training_data(X, y, name_x: str = "X", name_y: str = "y") -> torch.Ten
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"`{name_y}` must be a 1-D tensor with one label per row of `{name_x}` ({X.shape[0]}); "
                          f"got shape {tuple(y.shape)}.")
-    if y.dtype == torch.bool:
-        return y
-    low, high = _label_range(y).tolist() if y.numel() else (0, 0)  # one pass; unique (a sort) only for the message
-    if low < 0 or high > 1:
-        values = torch.unique(y)
-        raise ValueError(f"`{name_y}` must be binary in {{0, 1}}; got values {values[:6].tolist()}. "
-                         "Map the positive class to 1 and every other class to 0.")
-    return y.bool()
+    return check_binary(y, name_y)
 
 
 def check_group_codes(groups, in_subset: torch.Tensor, *, subset: str, objective: str,
@@ -308,17 +397,16 @@ def check_group_codes(groups, in_subset: torch.Tensor, *, subset: str, objective
 def check_targets(values, name: str) -> tuple:
     """A non-empty sequence of target rates, each in (0, 1) (as :func:`check_target`); returned as a tuple of floats."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise TypeError(f"`{name}` must be a sequence of rates such as (0.1, 0.2, ..., 0.9); "
-                        f"got {type(values).__name__}.")
+        raise TypeError(TARGETS_TYPE_MESSAGE.format(name=name, type_name=type(values).__name__))
     if len(values) == 0:
-        raise ValueError(f"`{name}` is empty; pass a grid such as (0.1, 0.2, ..., 0.9).")
+        raise ValueError(TARGETS_EMPTY_MESSAGE.format(name=name))
     return tuple(check_target(value, name) for value in values)
 
 
 def check_bool(value, name: str) -> bool:
     """A Python or NumPy bool (not 0/1, not a string)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"`{name}` must be True or False; got {type(value).__name__} {value!r}.")
+        raise TypeError(BOOL_MESSAGE.format(name=name, type_name=type(value).__name__, value=value))
     return bool(value)
 
 
@@ -326,12 +414,11 @@ def check_groups(groups, n: int, name: str = "groups") -> torch.Tensor:
     """Integer group codes 0..G-1, one per row of ``n`` (the losses' ``groups`` and ``threshold_groups``)."""
     if not isinstance(groups, torch.Tensor) or groups.dtype == torch.bool or groups.is_floating_point() \
             or groups.is_complex():
-        raise TypeError(f"`{name}` must be an integer tensor of group codes 0..G-1; encode labels with "
-                        "numpy.unique(..., return_inverse=True).")
+        raise TypeError(GROUPS_TYPE_MESSAGE.format(name=name))
     if groups.ndim != 1 or groups.numel() != n:
-        raise ValueError(f"`{name}` has shape {tuple(groups.shape)}; it needs one group code per row ({n}).")
+        raise ValueError(GROUPS_SHAPE_MESSAGE.format(name=name, shape=tuple(groups.shape), n=n))
     if groups.numel() and int(groups.min()) < 0:
-        raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}. Encode labels as 0..G-1.")
+        raise ValueError(GROUPS_NEGATIVE_MESSAGE.format(name=name, value=int(groups.min())))
     return groups
 
 

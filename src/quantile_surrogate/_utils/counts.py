@@ -6,8 +6,8 @@ r"""The one rule that turns a level (or rate) ``c`` and a size ``n`` into a coun
     \text{ (or 0)},
 
 with ``c n`` rounded to 6 decimals first, so that float noise cannot move the count
-(``0.1 * 30`` is ``3.0000000000000004`` and ``0.29 * 100`` is ``28.999999999999996`` in floating
-point, but mean 3 and 29). With frequency weights ``n`` is a total weight and the count a mass.
+(``0.07 * 100`` is ``7.000000000000001`` and ``0.29 * 100`` is ``28.999999999999996`` in floating
+point, but mean 7 and 29). With frequency weights ``n`` is a total weight and the count a mass.
 Every count of rows at a level goes through :func:`count`: the point estimator's rank, ``K`` of
 Precision@K, the rows of ``A`` a constraint allows above its threshold, the weighted quantiles'
 masses.

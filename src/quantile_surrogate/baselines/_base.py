@@ -29,12 +29,7 @@ from .._utils.checks import check_sample_weight
 from ..estimators._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from ..objectives import OBJECTIVES
 
-__all__ = ["RateBaseline", "NOT_BINARY_MESSAGE"]
-
-NOT_BINARY_MESSAGE = (
-    "Only binary classification is supported by {name}; `y` has {count} classes ({classes}). "
-    "Map the class of interest to 1 and every other class to 0."
-)
+__all__ = ["RateBaseline"]
 
 
 class RateBaseline(ThresholdedClassifier):
@@ -83,14 +78,7 @@ class RateBaseline(ThresholdedClassifier):
 
     def _validate_fit_data(self, X, y):
         """``(X, positive)``: validated features and a bool array, True for ``classes_[1]``."""
-        try:
-            X, y01 = self._validate_training_data(X, y, y_numeric=False)
-        except ValueError as error:
-            if "classes" not in str(error) or "binary" not in str(error):
-                raise
-            classes = np.unique(np.asarray(y))
-            raise ValueError(NOT_BINARY_MESSAGE.format(name=type(self).__name__, count=classes.shape[0],
-                                                       classes=classes[:6].tolist())) from error
+        X, y01 = self._validate_training_data(X, y, y_numeric=False)  # more than two classes: NOT_BINARY_MESSAGE
         self.groups_ = self.group_thresholds_ = None
         return X, y01 == 1
 

@@ -18,7 +18,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._utils.checks import check_sample_weight
+from .._utils.checks import check_binary, check_sample_weight
+from .._utils.errors import TrainingDivergedError
 from ..objectives import get_objective, objective_loss
 
 # SURROGATE_CURVATURES is a detail of the Hessian (documented in objective_gradient_hessian), not in __all__.
@@ -43,10 +44,6 @@ def _hinge_curvature(z: torch.Tensor) -> torch.Tensor:
 #: ``l''(z)`` of each surrogate of :data:`~quantile_surrogate.losses.SURROGATES` as used in the Hessian.
 SURROGATE_CURVATURES = {"logistic": _logistic_curvature, "hinge": _hinge_curvature}
 
-NONFINITE_SCORES_MESSAGE = (
-    "The boosting scores contain NaN or inf ({count} of {total}); training diverged. Lower the learning "
-    "rate or raise `min_hessian`."
-)
 EMPTY_SUBSET_MESSAGE = (
     "No training row belongs to the subset A ({subset}) that sets the threshold of {objective!r}; "
     "the objective is undefined. Check the labels."
@@ -84,17 +81,19 @@ class GradientHessian(NamedTuple):
 
 
 def _check_scores_labels(scores, labels):
-    """``(scores, labels)`` as 1-D float64 / NumPy arrays of one length, finite scores, binary labels."""
+    """``(scores, labels)`` as 1-D float64 / NumPy arrays of one length, finite scores, binary labels.
+
+    NaN or inf scores mean that boosting diverged: :class:`~quantile_surrogate._utils.errors.TrainingDivergedError`.
+    """
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     labels = np.asarray(labels).reshape(-1)
     if labels.shape != scores.shape:
         raise ValueError(f"`labels` has {labels.size} entries but `scores` has {scores.size}; one label per row.")
     finite = np.isfinite(scores)
     if not finite.all():
-        raise ValueError(NONFINITE_SCORES_MESSAGE.format(count=int((~finite).sum()), total=scores.size))
-    if labels.dtype != bool and not np.all((labels == 0) | (labels == 1)):
-        shown = np.unique(labels)[:6].tolist()
-        raise ValueError(f"`labels` must be binary, 0/1 or bool; got values {shown}. Map the positive class to 1.")
+        raise TrainingDivergedError("the boosting scores", f"in {int((~finite).sum())} of {scores.size} rows",
+                                    remedy="raise `min_hessian`")
+    check_binary(labels, "labels")
     return scores, labels
 
 
@@ -169,10 +168,12 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
 
     Raises
     ------
+    TrainingDivergedError
+        If a score is NaN or inf (boosting diverged).
     ValueError
-        If ``scores`` and ``labels`` differ in length, a score is NaN or inf (training
-        diverged), a label is not binary, the objective or ``form`` is unknown, no row (or no
-        weight) is in the subset ``A``, or ``sample_weight`` is invalid.
+        If ``scores`` and ``labels`` differ in length, a label is not binary, the objective or
+        ``form`` is unknown, no row (or no weight) is in the subset ``A``, or ``sample_weight``
+        is invalid.
 
     See Also
     --------

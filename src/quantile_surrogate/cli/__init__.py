@@ -4,7 +4,9 @@ Each sub-command lives in the module that owns its logic and registers itself th
 ``register(subparsers)`` function that sets ``handler`` on its parser:
 
 - ``reproduce``: :mod:`quantile_surrogate.cli._reproduce` (the paper's tables);
-- ``fit``, ``predict``, ``evaluate``: :mod:`quantile_surrogate.cli._file_commands` (a user's CSV/Parquet).
+- ``fit``, ``predict``, ``evaluate`` on a user's CSV or Parquet file: :mod:`quantile_surrogate.cli._fit`,
+  :mod:`quantile_surrogate.cli._predict` and :mod:`quantile_surrogate.cli._evaluate` (the latter two
+  score a saved model through :mod:`quantile_surrogate.cli._scoring`).
 
 Exit status: 0 done; 1 bad data or an output that cannot be written (one line on stderr
 naming the file and the problem; nothing written); 2 a bad option (one line); 130 interrupted
@@ -18,13 +20,13 @@ import os
 import sys
 import warnings
 
-from . import _file_commands
-from . import _reproduce as reproduce
+from . import _evaluate, _fit, _predict, _reproduce
 from ._args import OneLineParser
 
 __all__ = ["main"]
 
-COMMAND_MODULES = (_reproduce, _file_commands)
+COMMAND_MODULES = (_reproduce, _fit, _predict, _evaluate)
+"""The sub-command modules, in the order ``--help`` lists them; each has ``register(subparsers)``."""
 INTERRUPTED = 130
 """128 + SIGINT, what shells report for a program stopped with Ctrl-C."""
 

@@ -9,7 +9,8 @@ to ``--help`` instead of the usage block.
 from __future__ import annotations
 
 import argparse
-import math
+
+from .._utils.checks import check_target
 
 __all__ = ["OneLineParser", "int_at_least", "nonzero_int", "open_unit_interval", "layer_sizes"]
 
@@ -47,15 +48,12 @@ def nonzero_int(text: str) -> int:
 
 
 def open_unit_interval(example: str):
-    """``type=`` for a float strictly between 0 and 1."""
+    """``type=`` for a float strictly between 0 and 1 (the rule of :func:`~quantile_surrogate._utils.checks.check_target`)."""
     def parse(text: str) -> float:
         try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not 0.0 < value < 1.0:
-            raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1; got {text!r} (e.g. {example})")
-        return value
+            return check_target(float(text), "target")
+        except ValueError:  # not a number, or outside (0, 1): one message, naming the option's text
+            raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1; got {text!r} (e.g. {example})") from None
     parse.__name__ = "number in (0, 1)"
     return parse
 

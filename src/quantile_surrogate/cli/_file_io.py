@@ -1,4 +1,4 @@
-"""Reading a user's CSV or Parquet file and typing its columns, for :mod:`._file_commands`.
+"""Reading a user's CSV or Parquet file and typing its columns, for ``fit``, ``predict`` and ``evaluate``.
 
 Every problem with the input raises :class:`InputError` with one line that names the file, the
 column and the problem; the command prints it and exits with status 1. The header is read

@@ -145,13 +145,15 @@ class SavedModel:
         """The group labels seen in training (text), or None for a model without groups."""
         return getattr(self._thresholded(), "groups_", None)
 
-    def decision_function(self, X, groups=None) -> np.ndarray:
-        """Scores of the feature frame ``X``; > 0 means ``classes[1]``. ``groups``: one label per row, if fitted so."""
-        if groups is None:
+    def decision_function(self, X, *, sensitive_features=None) -> np.ndarray:
+        """Scores of the feature frame ``X``; > 0 means ``classes[1]``. ``sensitive_features``: one group label per
+        row, if fitted with ``--groups``."""
+        if sensitive_features is None:
             return np.asarray(self.model.decision_function(X), dtype=np.float64)
-        if hasattr(self.model, "named_steps"):  # a Pipeline routes no `groups` without metadata routing
+        if hasattr(self.model, "named_steps"):  # a Pipeline routes no `sensitive_features` without metadata routing
             X = self.model[:-1].transform(X)
-        return np.asarray(self._thresholded().decision_function(X, groups=groups), dtype=np.float64)
+        return np.asarray(self._thresholded().decision_function(X, sensitive_features=sensitive_features),
+                          dtype=np.float64)
 
 
 def compatible(saved: str, running: str) -> bool:  # internal: the version check of _read_header

@@ -27,6 +27,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._utils.errors import TrainingDivergedError
 from ..quantiles._rank_selection import tied_ranks
 from ..quantiles import KERNELS
 
@@ -87,5 +88,5 @@ def train_linear_heads(X: torch.Tensor, y: torch.Tensor, *, rate: float, weight_
     with torch.no_grad():
         final, _ = head_losses(X @ weights + biases, penalized, rate=rate, bandwidth=bandwidth, form=form)
     if not bool(torch.isfinite(final).all()):
-        raise FloatingPointError(f"A head diverged (learning_rate={learning_rate}); use a smaller learning rate.")
+        raise TrainingDivergedError("a head's loss", f"after {max_epochs} epochs", learning_rate)
     return weights.detach(), biases.detach(), final

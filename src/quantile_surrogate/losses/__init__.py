@@ -38,8 +38,9 @@ training step, check the data once and pass ``validate_args=False``.
 
 from __future__ import annotations
 
-from .general import SURROGATES, QuantileLossOutput, rate_constrained_loss
+from .general import QuantileLossOutput, rate_constrained_loss
 from .named import pr_auc_loss, precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
+from .surrogates import SURROGATES
 
 __all__ = [
     "rate_constrained_loss",

@@ -1,7 +1,7 @@
-"""The machinery of :func:`quantile_surrogate.losses.rate_constrained_loss`: checks, surrogates and steps.
+"""The machinery of :func:`quantile_surrogate.losses.rate_constrained_loss`: checks and steps.
 
 The argument checks of the losses and their modules (:func:`check_loss_settings`,
-``_check_arguments``), the surrogates ``l``, and the steps of one call: the subset, the
+``_check_arguments``) and the steps of one call: the subset, the
 thresholds, the reduction. Private; the steps validate nothing (``rate_constrained_loss``
 checks its arguments once, with ``_check_arguments``).
 """
@@ -11,10 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Real
-from typing import Callable
-
 import torch
-import torch.nn.functional as F
 
 from .._utils.checks import (
     check_bandwidth,
@@ -27,8 +24,10 @@ from .._utils.checks import (
     check_scores_and_targets,
     check_target,
     check_targets,
+    check_weight_tensor,
 )
 from ..quantiles import QUANTILE_ESTIMATORS, quantile_estimates
+from .surrogates import SURROGATES
 
 EMPTY_SUBSET_MESSAGE = (
     "The subset that sets the threshold is empty in this batch (no row of `subset` is True "
@@ -43,22 +42,12 @@ NO_SUBSET_MESSAGE = (
     "Pass `subset=` (a bool row mask of A, or one of 'positives', 'negatives', 'all') or `threshold_scores=`."
 )
 QUANTILE_TYPE_MESSAGE = "`quantile` must be an estimator name such as 'kernel' or a callable f(scores, level); got {}."
-
-
-def _logistic(z: torch.Tensor) -> torch.Tensor:
-    # log(1 + exp(z)) overflows for large z; softplus(z) = max(z, 0) + log1p(exp(-|z|)) does not.
-    return F.softplus(z)
-
-
-def _hinge(z: torch.Tensor) -> torch.Tensor:
-    return torch.clamp(1.0 + z, min=0.0)
-
-
-# The registry of ``surrogate=``; public (and documented) as quantile_surrogate.losses.SURROGATES.
-SURROGATES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "logistic": _logistic,
-    "hinge": _hinge,
-}
+THRESHOLD_GROUPS_MESSAGE = "With `groups=` and `threshold_scores=`, pass `threshold_groups=` too."
+THRESHOLD_WEIGHT_MESSAGE = "`threshold_weight` weights `threshold_scores`; pass both, or use `weight=`."
+WEIGHTED_CALLABLE_MESSAGE = (
+    "Row weights need a named quantile estimator; a callable `quantile` cannot take "
+    "`weight=`. Pass quantile='kernel' (or another name) or drop the weights."
+)
 
 
 def check_loss_settings(*, quantile="kernel", bandwidth=0.05, surrogate="logistic", reduction="mean",
@@ -100,9 +89,21 @@ def _check_arguments(scores, labels, rate, subset, penalize, threshold_scores, g
         check_groups(groups, n, "groups")
         if threshold_scores is not None:
             if threshold_groups is None:
-                raise ValueError("With `groups=` and `threshold_scores=`, pass `threshold_groups=` too.")
+                raise ValueError(THRESHOLD_GROUPS_MESSAGE)
             check_groups(threshold_groups, threshold_scores.numel(), "threshold_groups")
     return targets, rate, bandwidth
+
+
+def _check_weights(n: int, weight, threshold_scores, threshold_weight, quantile) -> None:
+    """The checks of ``weight=`` and ``threshold_weight=`` of :func:`rate_constrained_loss`."""
+    if weight is not None:
+        check_weight_tensor(weight, n, "weight")
+    if threshold_weight is not None:
+        if threshold_scores is None:
+            raise ValueError(THRESHOLD_WEIGHT_MESSAGE)
+        check_weight_tensor(threshold_weight, threshold_scores.numel(), "threshold_weight")
+    if (weight is not None or threshold_weight is not None) and callable(quantile):
+        raise ValueError(WEIGHTED_CALLABLE_MESSAGE)
 
 
 @functools.lru_cache(maxsize=256, typed=True)
@@ -122,9 +123,9 @@ def _checked_options(penalize, subset_name, return_threshold, quantile, bandwidt
                                empty_subset=empty_subset)
 
 
-def _check_named_target(value, name: str, kwargs: dict):
+def _check_named_target(value, name: str, validate_args) -> None:
     # The named losses pass their target on as `rate`; check it first under the name the user typed.
-    if kwargs.get("validate_args", True):
+    if validate_args:
         check_targets(value, name) if name == "recalls" else check_target(value, name)
 
 

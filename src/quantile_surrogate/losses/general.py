@@ -10,10 +10,10 @@ from typing import Callable, NamedTuple, Sequence
 
 import torch
 
-from ._rate_loss import SURROGATES as _SURROGATES
 from ._rate_loss import (
     NO_SUBSET_MESSAGE,
     _check_arguments,
+    _check_weights,
     group_thresholds,
     is_scalar,
     penalized_rows,
@@ -21,14 +21,9 @@ from ._rate_loss import (
     subset_rows,
     thresholds,
 )
-from .._utils.checks import check_weight_tensor
+from .surrogates import SURROGATES
 
-__all__ = ["rate_constrained_loss", "QuantileLossOutput", "SURROGATES"]
-
-#: Surrogates accepted by ``surrogate=``, name -> ``l(z)``: convex, non-decreasing upper bounds of
-#: the 0-1 step up to a constant, ``"logistic"`` :math:`\log(1 + e^z) \ge \log 2 \cdot 1[z \ge 0]`
-#: (computed as ``softplus``, which cannot overflow) and ``"hinge"`` :math:`\max(0, 1 + z) \ge 1[z \ge 0]`.
-SURROGATES = _SURROGATES
+__all__ = ["rate_constrained_loss", "QuantileLossOutput"]
 
 
 class QuantileLossOutput(NamedTuple):
@@ -130,7 +125,7 @@ def rate_constrained_loss(
     bandwidth : float > 0, default=0.05
         Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
     surrogate : {"logistic", "hinge"}, default="logistic"
-        The upper bound ``l`` of the 0-1 step (:data:`SURROGATES`).
+        The upper bound ``l`` of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
     reduction : {"mean", "sum", "none"}, default="mean"
         ``"none"`` returns the per-row loss of shape (N,), 0 on rows that are not penalised;
         ``"mean"`` divides the sum by the number of penalised rows (as ``ignore_index`` does
@@ -219,15 +214,7 @@ def rate_constrained_loss(
             dict(quantile=quantile, bandwidth=bandwidth, surrogate=surrogate, reduction=reduction,
                  empty_subset=empty_subset), return_threshold,
         )
-        if weight is not None:
-            check_weight_tensor(weight, scores.numel(), "weight")
-        if threshold_weight is not None:
-            if threshold_scores is None:
-                raise ValueError("`threshold_weight` weights `threshold_scores`; pass both, or use `weight=`.")
-            check_weight_tensor(threshold_weight, threshold_scores.numel(), "threshold_weight")
-        if (weight is not None or threshold_weight is not None) and callable(quantile):
-            raise ValueError("Row weights need a named quantile estimator; a callable `quantile` cannot take "
-                             "`weight=`. Pass quantile='kernel' (or another name) or drop the weights.")
+        _check_weights(scores.numel(), weight, threshold_scores, threshold_weight, quantile)
     else:
         targets = labels.to(torch.promote_types(scores.dtype, torch.float32))
     single = is_scalar(rate)
@@ -274,7 +261,7 @@ class _FixedLabelsLoss:
         self.penalized = penalized_rows(targets, penalize, True)
         self.rates = (float(rate),)
         self.settings = (quantile, bandwidth, "zero")
-        self.surrogate = _SURROGATES[surrogate]
+        self.surrogate = SURROGATES[surrogate]
 
     def __call__(self, scores) -> QuantileLossOutput:
         threshold, row_threshold, live = thresholds(scores, self.rates, self.subset, None, self.settings)

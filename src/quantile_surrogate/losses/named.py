@@ -11,7 +11,8 @@ loss                            subset A           penalised  paper
 ==============================  =================  =========  ==================
 
 Each checks its target under the name the user typed (``recall``, ``rate``, ``fpr``,
-``recalls``) and passes every other keyword argument on. They are importable from
+``recalls``) and passes every other keyword argument on, unchanged; each spells out those
+keywords, with the defaults of :func:`rate_constrained_loss`. They are importable from
 :mod:`quantile_surrogate.losses` (and the package root), their documented entry point.
 """
 
@@ -26,7 +27,10 @@ from .general import rate_constrained_loss
 __all__ = ["precision_at_recall_loss", "precision_at_rate_loss", "recall_at_fpr_loss", "pr_auc_loss"]
 
 
-def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=None, **kwargs):
+def precision_at_recall_loss(
+        scores, labels, recall: float, *, threshold_scores=None, groups=None, threshold_groups=None,
+        weight=None, threshold_weight=None, quantile="kernel", bandwidth=0.05, surrogate="logistic",
+        reduction="mean", empty_subset="zero", return_threshold=False, validate_args=True):
     r"""Precision at a fixed recall: the false positives above the positives' quantile (eq. (7)).
 
     Parameters
@@ -40,10 +44,34 @@ def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=
     threshold_scores : Tensor of shape (M,), optional
         Scores of positives (a separate minibatch of them) to estimate the threshold from;
         by default the positives of this batch.
-    **kwargs
-        Any other keyword argument of :func:`rate_constrained_loss` (``quantile``,
-        ``bandwidth``, ``surrogate``, ``reduction``, ``groups``, ``weight``,
-        ``return_threshold``, ...).
+    groups : integer Tensor of shape (N,), optional
+        Group codes 0..G-1: one threshold per group, so that the constraint holds in every
+        group (see :func:`rate_constrained_loss`); the threshold gets a trailing axis (G,).
+    threshold_groups : integer Tensor of shape (M,), optional
+        Group codes of ``threshold_scores``; required with both ``groups`` and ``threshold_scores``.
+    weight : floating point Tensor of shape (N,), optional
+        Row weights ``w_i >= 0`` (frequency weights) of the penalised sum and of the
+        threshold, which becomes the weighted quantile.
+    threshold_weight : floating point Tensor of shape (M,), optional
+        Weights of ``threshold_scores``.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound ``l`` of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` gives the per-row loss, shape (N,); ``"mean"`` divides the sum by the
+        number of penalised rows, ``"sum"`` does not.
+    empty_subset : {"zero", "raise"}, default="zero"
+        A batch without a row of ``A``: a zero loss and a NaN threshold, or ``ValueError``.
+    return_threshold : bool, default=False
+        Return :class:`~quantile_surrogate.losses.QuantileLossOutput` ``(loss, threshold)``
+        instead of the loss alone.
+    validate_args : bool, default=True
+        Check the arguments and the inputs (one device sync); a loop that checked its data
+        once passes False.
 
     Returns
     -------
@@ -53,7 +81,7 @@ def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=
     Raises
     ------
     TypeError, ValueError
-        As :func:`rate_constrained_loss`; ``ValueError`` names ````recall```` when it is not
+        As :func:`rate_constrained_loss`; ``ValueError`` names ``recall`` when it is not
         strictly between 0 and 1.
 
     See Also
@@ -83,15 +111,22 @@ def precision_at_recall_loss(scores, labels, recall: float, *, threshold_scores=
     >>> precision_at_recall_loss(scores, labels, recall=2 / 3, quantile="point")
     tensor(0.9741)
     """
-    _check_named_target(recall, "recall", kwargs)
-    return rate_constrained_loss(scores, labels, rate=recall, subset="positives", penalize="negatives",
-                                 threshold_scores=threshold_scores, **kwargs)
+    _check_named_target(recall, "recall", validate_args)
+    return rate_constrained_loss(
+        scores, labels, rate=recall, subset="positives", penalize="negatives",
+        threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups, weight=weight,
+        threshold_weight=threshold_weight, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
+        reduction=reduction, empty_subset=empty_subset, return_threshold=return_threshold, validate_args=validate_args,
+    )
 
 
 PRECISION_FORMS = {"fp": "negatives", "tp": "positives"}
 
 
-def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", threshold_scores=None, **kwargs):
+def precision_at_rate_loss(
+        scores, labels, rate: float, *, form: str = "fp", threshold_scores=None, groups=None, threshold_groups=None,
+        weight=None, threshold_weight=None, quantile="kernel", bandwidth=0.05, surrogate="logistic",
+        reduction="mean", empty_subset="zero", return_threshold=False, validate_args=True):
     r"""Precision at a predicted positive rate, i.e. Precision@K with ``rate = K / N`` (eqs. (9), (10)).
 
     Parameters
@@ -108,10 +143,34 @@ def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", thr
     threshold_scores : Tensor of shape (M,), optional
         Scores of any rows (a separate minibatch) to estimate the threshold from; by
         default every row of this batch.
-    **kwargs
-        Any other keyword argument of :func:`rate_constrained_loss` (``quantile``,
-        ``bandwidth``, ``surrogate``, ``reduction``, ``groups``, ``weight``,
-        ``return_threshold``, ...).
+    groups : integer Tensor of shape (N,), optional
+        Group codes 0..G-1: one threshold per group, so that the constraint holds in every
+        group (see :func:`rate_constrained_loss`); the threshold gets a trailing axis (G,).
+    threshold_groups : integer Tensor of shape (M,), optional
+        Group codes of ``threshold_scores``; required with both ``groups`` and ``threshold_scores``.
+    weight : floating point Tensor of shape (N,), optional
+        Row weights ``w_i >= 0`` (frequency weights) of the penalised sum and of the
+        threshold, which becomes the weighted quantile.
+    threshold_weight : floating point Tensor of shape (M,), optional
+        Weights of ``threshold_scores``.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound ``l`` of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` gives the per-row loss, shape (N,); ``"mean"`` divides the sum by the
+        number of penalised rows, ``"sum"`` does not.
+    empty_subset : {"zero", "raise"}, default="zero"
+        A batch without a row of ``A``: a zero loss and a NaN threshold, or ``ValueError``.
+    return_threshold : bool, default=False
+        Return :class:`~quantile_surrogate.losses.QuantileLossOutput` ``(loss, threshold)``
+        instead of the loss alone.
+    validate_args : bool, default=True
+        Check the arguments and the inputs (one device sync); a loop that checked its data
+        once passes False.
 
     Returns
     -------
@@ -121,7 +180,7 @@ def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", thr
     Raises
     ------
     TypeError, ValueError
-        As :func:`rate_constrained_loss`; ``ValueError`` for an unknown ``form``, and names ````rate```` when it is not
+        As :func:`rate_constrained_loss`; ``ValueError`` for an unknown ``form``, and names ``rate`` when it is not
         strictly between 0 and 1.
 
     See Also
@@ -155,12 +214,19 @@ def precision_at_rate_loss(scores, labels, rate: float, *, form: str = "fp", thr
     tensor(0.8201)
     """
     check_option(form, PRECISION_FORMS, "form")
-    _check_named_target(rate, "rate", kwargs)
-    return rate_constrained_loss(scores, labels, rate=rate, subset="all", penalize=PRECISION_FORMS[form],
-                                 threshold_scores=threshold_scores, **kwargs)
+    _check_named_target(rate, "rate", validate_args)
+    return rate_constrained_loss(
+        scores, labels, rate=rate, subset="all", penalize=PRECISION_FORMS[form],
+        threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups, weight=weight,
+        threshold_weight=threshold_weight, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
+        reduction=reduction, empty_subset=empty_subset, return_threshold=return_threshold, validate_args=validate_args,
+    )
 
 
-def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **kwargs):
+def recall_at_fpr_loss(
+        scores, labels, fpr: float, *, threshold_scores=None, groups=None, threshold_groups=None,
+        weight=None, threshold_weight=None, quantile="kernel", bandwidth=0.05, surrogate="logistic",
+        reduction="mean", empty_subset="zero", return_threshold=False, validate_args=True):
     r"""Recall at a fixed false positive rate (the Neyman-Pearson case).
 
     Parameters
@@ -174,10 +240,34 @@ def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **k
     threshold_scores : Tensor of shape (M,), optional
         Scores of negatives (a separate minibatch of them) to estimate the threshold from;
         by default the negatives of this batch.
-    **kwargs
-        Any other keyword argument of :func:`rate_constrained_loss` (``quantile``,
-        ``bandwidth``, ``surrogate``, ``reduction``, ``groups``, ``weight``,
-        ``return_threshold``, ...).
+    groups : integer Tensor of shape (N,), optional
+        Group codes 0..G-1: one threshold per group, so that the constraint holds in every
+        group (see :func:`rate_constrained_loss`); the threshold gets a trailing axis (G,).
+    threshold_groups : integer Tensor of shape (M,), optional
+        Group codes of ``threshold_scores``; required with both ``groups`` and ``threshold_scores``.
+    weight : floating point Tensor of shape (N,), optional
+        Row weights ``w_i >= 0`` (frequency weights) of the penalised sum and of the
+        threshold, which becomes the weighted quantile.
+    threshold_weight : floating point Tensor of shape (M,), optional
+        Weights of ``threshold_scores``.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound ``l`` of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` gives the per-row loss, shape (N,); ``"mean"`` divides the sum by the
+        number of penalised rows, ``"sum"`` does not.
+    empty_subset : {"zero", "raise"}, default="zero"
+        A batch without a row of ``A``: a zero loss and a NaN threshold, or ``ValueError``.
+    return_threshold : bool, default=False
+        Return :class:`~quantile_surrogate.losses.QuantileLossOutput` ``(loss, threshold)``
+        instead of the loss alone.
+    validate_args : bool, default=True
+        Check the arguments and the inputs (one device sync); a loop that checked its data
+        once passes False.
 
     Returns
     -------
@@ -187,7 +277,7 @@ def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **k
     Raises
     ------
     TypeError, ValueError
-        As :func:`rate_constrained_loss`; ``ValueError`` names ````fpr```` when it is not
+        As :func:`rate_constrained_loss`; ``ValueError`` names ``fpr`` when it is not
         strictly between 0 and 1.
 
     See Also
@@ -216,16 +306,22 @@ def recall_at_fpr_loss(scores, labels, fpr: float, *, threshold_scores=None, **k
     >>> recall_at_fpr_loss(scores, labels, fpr=0.5, quantile="point", reduction="sum")
     tensor(0.4402)
     """
-    _check_named_target(fpr, "fpr", kwargs)
-    return rate_constrained_loss(scores, labels, rate=fpr, subset="negatives", penalize="positives",
-                                 threshold_scores=threshold_scores, **kwargs)
+    _check_named_target(fpr, "fpr", validate_args)
+    return rate_constrained_loss(
+        scores, labels, rate=fpr, subset="negatives", penalize="positives",
+        threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups, weight=weight,
+        threshold_weight=threshold_weight, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
+        reduction=reduction, empty_subset=empty_subset, return_threshold=return_threshold, validate_args=validate_args,
+    )
 
 
 DEFAULT_PR_AUC_RECALLS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 
 
-def pr_auc_loss(scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALLS, *, threshold_scores=None,
-                **kwargs):
+def pr_auc_loss(
+        scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALLS, *, threshold_scores=None, groups=None, threshold_groups=None,
+        weight=None, threshold_weight=None, quantile="kernel", bandwidth=0.05, surrogate="logistic",
+        reduction="mean", empty_subset="zero", return_threshold=False, validate_args=True):
     r"""Area under the precision-recall curve as a Riemann sum of precision-at-recall losses.
 
     Parameters
@@ -239,10 +335,34 @@ def pr_auc_loss(scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALL
     threshold_scores : Tensor of shape (M,), optional
         Scores of positives to estimate the thresholds from, as in
         :func:`precision_at_recall_loss`.
-    **kwargs
-        Any other keyword argument of :func:`rate_constrained_loss` (``quantile``,
-        ``bandwidth``, ``surrogate``, ``reduction``, ``groups``, ``weight``,
-        ``return_threshold``, ...).
+    groups : integer Tensor of shape (N,), optional
+        Group codes 0..G-1: one threshold per group, so that the constraint holds in every
+        group (see :func:`rate_constrained_loss`); the threshold gets a trailing axis (G,).
+    threshold_groups : integer Tensor of shape (M,), optional
+        Group codes of ``threshold_scores``; required with both ``groups`` and ``threshold_scores``.
+    weight : floating point Tensor of shape (N,), optional
+        Row weights ``w_i >= 0`` (frequency weights) of the penalised sum and of the
+        threshold, which becomes the weighted quantile.
+    threshold_weight : floating point Tensor of shape (M,), optional
+        Weights of ``threshold_scores``.
+    quantile : str or callable, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.QUANTILE_ESTIMATORS` or
+        ``f(scores, level) -> 0-d tensor``.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h`` (interval half-width for ``"interval"``).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound ``l`` of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        ``"none"`` gives the per-row loss, shape (N,); ``"mean"`` divides the sum by the
+        number of penalised rows, ``"sum"`` does not.
+    empty_subset : {"zero", "raise"}, default="zero"
+        A batch without a row of ``A``: a zero loss and a NaN threshold, or ``ValueError``.
+    return_threshold : bool, default=False
+        Return :class:`~quantile_surrogate.losses.QuantileLossOutput` ``(loss, threshold)``
+        instead of the loss alone.
+    validate_args : bool, default=True
+        Check the arguments and the inputs (one device sync); a loop that checked its data
+        once passes False.
 
     Returns
     -------
@@ -254,7 +374,7 @@ def pr_auc_loss(scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALL
     Raises
     ------
     TypeError, ValueError
-        As :func:`rate_constrained_loss`; ``ValueError`` names ````recalls```` when it is empty or a
+        As :func:`rate_constrained_loss`; ``ValueError`` names ``recalls`` when it is empty or a
         recall is not strictly between 0 and 1.
 
     See Also
@@ -281,6 +401,10 @@ def pr_auc_loss(scores, labels, recalls: Sequence[float] = DEFAULT_PR_AUC_RECALL
     >>> pr_auc_loss(scores, labels, recalls=(2 / 3, 1 / 3), quantile="point")
     tensor(0.7241)
     """
-    _check_named_target(recalls, "recalls", kwargs)
-    return rate_constrained_loss(scores, labels, rate=tuple(recalls), subset="positives", penalize="negatives",
-                                 threshold_scores=threshold_scores, **kwargs)
+    _check_named_target(recalls, "recalls", validate_args)
+    return rate_constrained_loss(
+        scores, labels, rate=tuple(recalls), subset="positives", penalize="negatives",
+        threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups, weight=weight,
+        threshold_weight=threshold_weight, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
+        reduction=reduction, empty_subset=empty_subset, return_threshold=return_threshold, validate_args=validate_args,
+    )

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
 
-from .._utils.checks import check_sample_weight
+from .._utils.checks import check_binary, check_sample_weight
 
 __all__ = ["UNDEFINED_MESSAGE", "check_arrays", "undefined", "checked_weights"]
 
@@ -32,10 +32,7 @@ def check_arrays(y_true, y_score):
         raise ValueError("`y_true` is empty.")
     if not np.isfinite(y_score).all():
         raise ValueError("`y_score` contains NaN or inf.")
-    values = set(np.unique(y_true).tolist())
-    if not values <= {0, 1, -1, True, False}:
-        raise ValueError(f"`y_true` must be binary (0/1, bool, or -1/1); got values {sorted(values)[:6]}.")
-    return (y_true == 1), y_score
+    return check_binary(y_true, "y_true", signed=True), y_score
 
 
 def checked_weights(sample_weight, n: int):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sklearn.metrics import precision_recall_curve, roc_curve
-
 from ._checks import check_arrays, checked_weights, undefined
+from ._counting import counts_at_thresholds, precision_at_recall_from_counts, recall_at_fpr_from_counts
 from .._utils.checks import check_target
 
 __all__ = ["precision_at_recall", "recall_at_fpr", "predicted_positive_rate"]
@@ -58,7 +57,8 @@ def precision_at_recall(y_true, y_score, recall: float, *, sample_weight=None) -
     over the thresholds of ``sklearn.metrics.precision_recall_curve`` (predict positive iff
     ``score >= theta``), so tied scores are one threshold: all of them are predicted positive
     together. The constraint has a slack of ``1e-12`` for float noise. With
-    ``sample_weight`` ``TP`` and ``FP`` are sums of weights (sklearn's curve).
+    ``sample_weight`` ``TP`` and ``FP`` are sums of weights (sklearn's curve). Computed from one
+    sort by the counting core (:mod:`._counting`), equal to sklearn's curve bit for bit.
 
     Examples
     --------
@@ -75,8 +75,7 @@ def precision_at_recall(y_true, y_score, recall: float, *, sample_weight=None) -
         positive, y_score, weight = positive[weight > 0], y_score[weight > 0], weight[weight > 0]
     if not positive.any():
         return undefined("precision_at_recall", "positive (recall is 0/0)")
-    precision, achieved, _ = precision_recall_curve(positive, y_score, sample_weight=weight)
-    return float(precision[achieved >= recall - 1e-12].max())
+    return float(precision_at_recall_from_counts(counts_at_thresholds(positive, y_score, weight), recall))
 
 
 def recall_at_fpr(y_true, y_score, fpr: float, *, sample_weight=None) -> float:
@@ -123,7 +122,8 @@ def recall_at_fpr(y_true, y_score, fpr: float, *, sample_weight=None) -> float:
 
     over the thresholds of ``sklearn.metrics.roc_curve`` (``drop_intermediate=False``: the
     collinear points of ties across classes are valid operating points), with a slack of
-    ``1e-12``. With ``sample_weight`` the rates are weighted.
+    ``1e-12``. With ``sample_weight`` the rates are weighted. Computed from one sort by the
+    counting core (:mod:`._counting`), equal to sklearn's curve bit for bit.
 
     Examples
     --------
@@ -142,9 +142,8 @@ def recall_at_fpr(y_true, y_score, fpr: float, *, sample_weight=None) -> float:
         return undefined("recall_at_fpr", "positive (recall is 0/0)")
     if positive.all():
         return undefined("recall_at_fpr", "negative (the false positive rate is 0/0)")
-    # drop_intermediate=False: collinear ROC points (ties across classes) are still valid operating points.
-    false_rate, true_rate, _ = roc_curve(positive, y_score, drop_intermediate=False, sample_weight=weight)
-    return float(true_rate[false_rate <= fpr + 1e-12].max())
+    # Every distinct score is a threshold: collinear ROC points (ties across classes) are valid operating points.
+    return float(recall_at_fpr_from_counts(counts_at_thresholds(positive, y_score, weight), fpr))
 
 
 def predicted_positive_rate(y_score, threshold: float, subset=None, *, sample_weight=None) -> float:

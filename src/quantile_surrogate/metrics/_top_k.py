@@ -1,34 +1,19 @@
 """Precision among the top ``K`` rows (Precision@K, Precision@tau): the exact metrics of a capacity (private).
 
 Public as :func:`quantile_surrogate.metrics.precision_at_k`, ``precision_at_rate`` and
-``count_at_rate``; kept apart from the curve-based metrics because they need no curve: one
-partition finds the ``K``-th score, and ties there are shared by their positive fraction.
+``count_at_rate``. The value is read off the counting core (:mod:`._counting`): one sort, the
+cumulative counts at each distinct score, and the tie group that holds the ``K``-th row shared
+by its positive fraction; unweighted, its fast path finds the ``K``-th score by one partition.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from ._checks import check_arrays, checked_weights
 from .._utils.checks import check_target
+from .._utils.counts import count
+from ._checks import check_arrays, checked_weights
+from ._counting import counts_at_thresholds, precision_at_k_from_counts, top_k_precision
 
-__all__ = ["count_at_rate", "precision_at_k", "precision_at_rate", "top_k_precision"]
-
-
-def top_k_precision(positive: np.ndarray, y_score: np.ndarray, k: int) -> float:
-    """:func:`precision_at_k` on checked arrays, unweighted: the ``k``-th score's ties shared by their positive fraction.
-
-    One partition: ``kth`` is the ``k``-th highest score, the rows above it count whole and the
-    ``k - |above|`` places left go to the tied rows at their positive fraction.
-    """
-    n = y_score.shape[0]
-    kth = np.partition(y_score, n - k)[n - k]
-    above = y_score > kth
-    tied = y_score == kth
-    hits = positive[above].sum() + (k - above.sum()) * positive[tied].mean()
-    return float(hits / k)
+__all__ = ["count_at_rate", "precision_at_k", "precision_at_rate"]
 
 
 def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
@@ -64,7 +49,8 @@ def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
         \min\big(\max(\lfloor \tau n \rfloor, 1), n\big),
 
     with ``tau n`` rounded to 6 decimals first so that float noise does not move ``K``
-    (``0.1 * 30 = 3.0000000000000004``). The point-estimator threshold ``q(f(X), 1 - tau)``
+    (``0.07 * 100 = 7.000000000000001``): the one count rule of the package,
+    :func:`quantile_surrogate._utils.counts.count`. The point-estimator threshold ``q(f(X), 1 - tau)``
     predicts ``ceil(tau n)`` positives, hence the default; the paper's Housing table looks
     like ``floor`` (docs/paper_notes.md).
 
@@ -74,14 +60,7 @@ def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
     >>> count_at_rate(30, 0.1), count_at_rate(100, 0.015), count_at_rate(100, 0.015, "floor")
     (3, 2, 1)
     """
-    exact = round(rate * n, 6)
-    if rounding == "ceil":
-        k = math.ceil(exact)
-    elif rounding == "floor":
-        k = math.floor(exact)
-    else:
-        raise ValueError(f"`rounding` must be 'ceil' or 'floor'; got {rounding!r}.")
-    return int(min(max(k, 1), n))
+    return int(count(rate, n, rounding))
 
 
 def precision_at_k(y_true, y_score, k: int, *, sample_weight=None) -> float:
@@ -126,7 +105,8 @@ def precision_at_k(y_true, y_score, k: int, *, sample_weight=None) -> float:
     the rows. With ``sample_weight`` the counts are sums of weights: the weighted positives
     among the top weight ``k``, the tie at the score where the cumulative weight from the
     top reaches ``k`` shared by its weighted positive fraction; an integer weight equals
-    repeating the row.
+    repeating the row. Computed by the counting core (:mod:`._counting`): one partition
+    unweighted, one sort weighted.
 
     Examples
     --------
@@ -137,28 +117,17 @@ def precision_at_k(y_true, y_score, k: int, *, sample_weight=None) -> float:
     0.75
     """
     positive, y_score = check_arrays(y_true, y_score)
-    if sample_weight is not None:
-        return _weighted_precision_at_k(positive, y_score, k, checked_weights(sample_weight, y_score.size))
-    n = y_score.shape[0]
-    if not 1 <= k <= n:
-        raise ValueError(f"`k` must be in [1, {n}]; got {k}.")
-    return top_k_precision(positive, y_score, k)
-
-
-def _weighted_precision_at_k(positive, y_score, k, weight) -> float:
+    if sample_weight is None:
+        n = y_score.shape[0]
+        if not 1 <= k <= n:
+            raise ValueError(f"`k` must be in [1, {n}]; got {k}.")
+        return top_k_precision(positive, y_score, k)  # the counting core's fast path: a partition, not a sort
+    weight = checked_weights(sample_weight, y_score.size)
     total = float(weight.sum())
     if not 1 <= k <= total * (1 + 1e-12):
         raise ValueError(f"`k` must be in [1, {total}] (the total `sample_weight`); got {k}.")
-    keep = weight > 0
-    positive, y_score, weight = positive[keep], y_score[keep], weight[keep]
-    order = np.argsort(-y_score, kind="stable")
-    cum = np.cumsum(weight[order])
-    kth = y_score[order][min(np.searchsorted(cum, k * (1 - 1e-12)), cum.size - 1)]
-    above, tied = y_score > kth, y_score == kth
-    mass_above = weight[above].sum()
-    tie_precision = weight[tied & positive].sum() / weight[tied].sum()
-    hits = weight[above & positive].sum() + (k - mass_above) * tie_precision
-    return float(hits / k)
+    keep = weight > 0  # rows of weight 0 are absent
+    return float(precision_at_k_from_counts(counts_at_thresholds(positive[keep], y_score[keep], weight[keep]), k))
 
 
 def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil", *, sample_weight=None) -> float:
@@ -219,10 +188,5 @@ def precision_at_rate(y_true, y_score, rate: float, rounding: str = "ceil", *, s
     rate = check_target(rate, "rate")
     if sample_weight is not None:
         weight = checked_weights(sample_weight, len(y_score))
-        total = float(weight.sum())
-        exact = round(rate * total, 6)
-        k = math.ceil(exact) if rounding == "ceil" else math.floor(exact)
-        if rounding not in ("ceil", "floor"):
-            raise ValueError(f"`rounding` must be 'ceil' or 'floor'; got {rounding!r}.")
-        return precision_at_k(y_true, y_score, min(max(k, 1), total), sample_weight=weight)
+        return precision_at_k(y_true, y_score, count(rate, float(weight.sum()), rounding), sample_weight=weight)
     return precision_at_k(y_true, y_score, count_at_rate(len(y_score), rate, rounding))

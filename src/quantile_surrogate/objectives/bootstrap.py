@@ -11,12 +11,13 @@ at the last row :math:`e_j` of each group of tied scores give every threshold's 
 counts of every resample at once (one cumulative sum over a (B, n) array). From them:
 
 - precision, recall and predicted positive rate at the deployed threshold (``score > 0``);
-- the objective's exact metric (:mod:`quantile_surrogate.metrics`), read off the counts by
-  the rule of its (subset, bound) in :data:`~quantile_surrogate.objectives.OBJECTIVES`:
-  the best precision over the thresholds whose recall on the positives is at least the
-  target; the best recall over the thresholds whose rate on the negatives (FPR) is at most
-  the target; or the precision among the top :math:`k = \lceil \tau n \rceil` rows
-  (:func:`~quantile_surrogate.metrics.count_at_rate`), rows tied with the k-th shared fairly.
+- the objective's exact metric (:mod:`quantile_surrogate.metrics`), read off the counts by the
+  objective's reduce in the metrics' counting core
+  (:data:`quantile_surrogate.metrics._counting.OBJECTIVE_REDUCES`, the same code as the public
+  metric and the selection's held-out scorer): the best precision over the thresholds whose
+  recall is at least the target; the best recall over the thresholds whose FPR is at most the
+  target; or the precision among the top :math:`k = \lceil \tau n \rceil` rows, rows tied with
+  the k-th shared fairly.
 
 The values equal :mod:`quantile_surrogate.metrics` on the explicitly resampled arrays (tested).
 """
@@ -25,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import metrics
 from .._utils.checks import check_integer
+from ..metrics._counting import OBJECTIVE_REDUCES, cumulative_counts, sort_rows
 from ._registry import get_objective
 
 # SortedScores and metrics_from_counts are the counting machinery of bootstrap_metrics (tested
@@ -38,15 +39,14 @@ __all__ = ["bootstrap_metrics", "REPORTED_METRICS"]
 REPORTED_METRICS = ("precision at the deployed threshold", "recall at the deployed threshold",
                     "predicted positive rate at the deployed threshold")
 
-TOLERANCE = 1e-12
-"""Slack on the constraint, as :func:`~quantile_surrogate.metrics.precision_at_recall` uses."""
-
 MAX_CELLS = 2_000_000
 """Resamples are drawn in chunks of at most this many (resample, row) cells, which bounds memory."""
 
 
 class SortedScores:
     """Rows sorted by decreasing score (stable), with the last index of each group of tied scores (internal).
+
+    The sort of the metrics' counting core (:func:`quantile_surrogate.metrics._counting.sort_rows`).
 
     Parameters
     ----------
@@ -61,8 +61,8 @@ class SortedScores:
         The permutation that sorts the rows.
     score, positive : ndarray
         In that order.
-    ends : ndarray of bool
-        True at the last row of each tie group.
+    last : ndarray of int
+        The index of the last row of each tie group.
     flagged : ndarray of bool
         ``score > 0``, the deployed threshold.
 
@@ -80,49 +80,18 @@ class SortedScores:
                              f"{positive.shape} and {score.shape}.")
         if not np.isfinite(score).all():
             raise ValueError("`score` contains NaN or inf.")
-        order = np.argsort(-score, kind="stable")
+        order, self.last = sort_rows(score)
         self.order, self.score, self.positive = order, score[order], positive[order]
-        self.ends = np.r_[self.score[1:] != self.score[:-1], True]
         self.flagged = self.score > 0
-
-
-def _best_precision_at_recall(tp, fp, n_pos, n_neg, n, target):
-    good = tp / n_pos[:, None] >= target - TOLERANCE
-    return np.where(good, tp / (tp + fp), -np.inf).max(axis=1)
-
-
-def _best_recall_at_fpr(tp, fp, n_pos, n_neg, n, target):
-    good = fp / n_neg[:, None] <= target + TOLERANCE
-    return np.where(good, tp / n_pos[:, None], 0.0).max(axis=1)
-
-
-def _precision_at_top_k(tp, fp, n_pos, n_neg, n, target):
-    """Precision among the top ``k = count_at_rate(n, target)``; the tie group that holds the k-th row is shared."""
-    k = metrics.count_at_rate(n, target)
-    seen = tp + fp
-    g = np.argmax(seen >= k, axis=1)  # the tie group holding the k-th row
-    rows = np.arange(seen.shape[0])
-    before = np.where(g > 0, seen[rows, g - 1], 0.0)
-    tp_before = np.where(g > 0, tp[rows, g - 1], 0.0)
-    tied_tp = tp[rows, g] - tp_before
-    return (tp_before + (k - before) * tied_tp / (seen[rows, g] - before)) / k
-
-
-_COUNT_METRICS = {
-    ("positives", "at_least"): _best_precision_at_recall,  # precision at recall >= target
-    ("negatives", "at_most"): _best_recall_at_fpr,  # recall at FPR <= target
-    ("all", "at_most"): _precision_at_top_k,  # precision at predicted positive rate (a capacity)
-}
-"""The objective's metric from cumulative counts, by the (subset, bound) of its registry entry."""
 
 
 def _count_metric(objective):
     spec = get_objective(objective)
     try:
-        return _COUNT_METRICS[spec.subset, spec.bound]
+        return OBJECTIVE_REDUCES[spec.name]
     except KeyError:
-        raise ValueError(f"The bootstrap has no counting rule for objective {spec.name!r} (subset {spec.subset!r}, "
-                         f"bound {spec.bound!r}); add one to bootstrap._COUNT_METRICS.") from None
+        raise ValueError(f"The bootstrap has no counting rule for objective {spec.name!r}; add its reduce to "
+                         "quantile_surrogate.metrics._counting.OBJECTIVE_REDUCES.") from None
 
 
 def metrics_from_counts(data: SortedScores, counts, objective, target: float) -> np.ndarray:
@@ -143,19 +112,17 @@ def metrics_from_counts(data: SortedScores, counts, objective, target: float) ->
         Columns: precision, recall and predicted positive rate at ``score > 0``, and the
         objective's metric at ``target``. A resample without a predicted positive has
         precision NaN; one without a positive (or negative) row gives NaN or inf where a rate
-        is undefined.
+        is undefined (the objective's metric: NaN).
     """
     counts = np.asarray(counts, dtype=np.float64)
     metric = _count_metric(objective)
     n = counts.shape[1]
-    pos_counts = counts * data.positive
-    tp = np.cumsum(pos_counts, axis=1)[:, data.ends]
-    fp = np.cumsum(counts - pos_counts, axis=1)[:, data.ends]
-    n_pos, n_neg = tp[:, -1], fp[:, -1]
+    cumulative = cumulative_counts(data.positive, data.last, counts)
+    n_pos = cumulative.tp[:, -1]
     flagged = counts[:, data.flagged].sum(axis=1)
-    hits = pos_counts[:, data.flagged].sum(axis=1)
+    hits = (counts * data.positive)[:, data.flagged].sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.column_stack([hits / flagged, hits / n_pos, flagged / n, metric(tp, fp, n_pos, n_neg, n, target)])
+        return np.column_stack([hits / flagged, hits / n_pos, flagged / n, metric(cumulative, target)])
 
 
 def _resample_counts(rng, n: int, size: int, order) -> np.ndarray:

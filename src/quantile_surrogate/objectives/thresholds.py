@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .._utils.checks import check_sample_weight
+from .._utils.counts import count
 from ._registry import get_objective
 
 # allowed_count, boundary_ties and the message constants stay importable from here for the
@@ -63,8 +64,8 @@ def allowed_count(objective, size: int, target: float) -> int:
     ``ceil(c |A|)`` (at least 1) for a floor such as recall and for a capacity such as the
     predicted positive rate (``K = ceil(c n)``, as :func:`~quantile_surrogate.metrics.count_at_rate`);
     ``floor(c |A|)`` for a false positive rate that must not exceed ``c``. ``c |A|`` is rounded
-    to 6 decimals first so that float noise (0.1 * 30 = 3.0000000000000004) cannot move it.
-    With frequency weights ``size`` is the weight of ``A`` (a float), and so is the count.
+    to 6 decimals first so that float noise (0.07 * 100 = 7.000000000000001) cannot move it: the
+    package's one count rule, :func:`quantile_surrogate._utils.counts.count`. With frequency weights ``size`` is the weight of ``A`` (a float), and so is the count.
 
     Parameters
     ----------
@@ -79,10 +80,7 @@ def allowed_count(objective, size: int, target: float) -> int:
         At most ``size``.
     """
     spec = get_objective(objective)
-    exact = round(target * size, 6)
-    if spec.rounding == "floor":
-        return min(math.floor(exact), size)
-    return min(max(math.ceil(exact), 1), size)
+    return count(target, size, spec.rounding, at_least_one=spec.rounding == "ceil")
 
 
 def constraint_threshold(scores, labels, *, objective: str, target: float, sample_weight=None) -> float:

@@ -38,10 +38,10 @@ from typing import Callable, Sequence
 
 import torch
 
-from ._rank_selection import KERNELS as _KERNELS
-from ._rank_selection import SELECTION_ESTIMATORS, selection_estimates
 from .._utils.checks import check_option
+from ._rank_selection import SELECTION_ESTIMATORS, selection_estimates
 from ._weighted import weighted_estimates
+from .kernels import KERNELS
 from .order_statistics import interval_quantile, lower_mean_quantile, point_quantile
 from .smooth import harrell_davis_quantile, kernel_quantile, kernel_weights
 
@@ -57,13 +57,6 @@ __all__ = [
     "KERNELS",
     "QUANTILE_ESTIMATORS",
 ]
-
-#: Kernels accepted by ``kernel=`` of :func:`kernel_quantile`: name -> unnormalised log density
-#: :math:`\log\phi(u)` of :math:`u = (i^*/N - c) / h`: ``"gaussian"`` :math:`-u^2/2`,
-#: ``"epanechnikov"`` :math:`\log(1 - u^2)` on :math:`|u| < 1` and :math:`-\infty` outside.
-#: The constants cancel when the weights are normalised.
-KERNELS = _KERNELS
-
 
 def _interval_around(scores, level, bandwidth, *, weight=None, validate_args=True):
     # As a loss's estimator the interval is centred on the level, with half-width h.

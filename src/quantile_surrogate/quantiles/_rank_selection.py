@@ -29,11 +29,12 @@ this unweighted hot path does no extra work.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 
+from .._utils.counts import count
 from ._kernel_window import (
     MIN_WINDOW_SIZE,
     host_values,
@@ -41,13 +42,12 @@ from ._kernel_window import (
     order_and_ranks,
     window_selection,
 )
+from .kernels import KERNEL_OF_ESTIMATOR, KERNELS
 
 __all__ = [
     "compute_dtype",
     "floor_rank",
     "tied_ranks",
-    "KERNELS",
-    "KERNEL_OF_ESTIMATOR",
     "SELECTION_ESTIMATORS",
     "normalised_weights",
     "selection_estimates",
@@ -63,13 +63,13 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 def floor_rank(n: int, level: float) -> int:
     """``k = max(1, floor(level * n))``, the 1-based rank of the point estimate.
 
-    ``level * n`` is rounded to 6 decimals before the floor so that float noise cannot
-    move ``k`` (``0.29 * 100`` is ``28.999999999999996`` in floating point, but means 29).
+    The package's one count rule, :func:`quantile_surrogate._utils.counts.count` with
+    ``"floor"``: ``level * n`` is rounded to 6 decimals before the floor so that float noise
+    cannot move ``k`` (``0.29 * 100`` is ``28.999999999999996`` in floating point, but means 29).
     ``k = 0`` happens when ``level < 1 / n``; the paper leaves it open and we take the
     smallest score (``k = 1``), the only choice that keeps the estimate inside the data.
     """
-    k = math.floor(round(level * n, 6))
-    return min(max(k, 1), n)
+    return count(level, n, "floor")
 
 
 def tied_ranks(sorted_scores: torch.Tensor) -> torch.Tensor:
@@ -77,26 +77,6 @@ def tied_ranks(sorted_scores: torch.Tensor) -> torch.Tensor:
     values = sorted_scores.detach()
     return torch.searchsorted(values, values, right=True)
 
-
-def _gaussian_log_kernel(u: torch.Tensor) -> torch.Tensor:
-    # log of exp(-u^2 / 2); the 1/sqrt(2 pi) and 1/h factors cancel in the normalisation.
-    return -0.5 * u * u
-
-
-def _epanechnikov_log_kernel(u: torch.Tensor) -> torch.Tensor:
-    # log of 3/4 (1 - u^2) on |u| < 1; -inf outside gives weights that are exactly 0.
-    inside = u.abs() < 1
-    return torch.where(inside, torch.log1p(-(u * u).clamp(max=1.0)), torch.full_like(u, -math.inf))
-
-
-KERNELS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "gaussian": _gaussian_log_kernel,
-    "epanechnikov": _epanechnikov_log_kernel,
-}
-"""Kernels as unnormalised log-densities of ``u = (i*/N - c) / h``."""
-
-KERNEL_OF_ESTIMATOR = {"kernel": "gaussian", "gaussian": "gaussian", "epanechnikov": "epanechnikov"}
-"""The estimator names of ``quantiles.QUANTILE_ESTIMATORS`` that are kernel estimates, and their kernel."""
 
 SELECTION_ESTIMATORS = ("point", *KERNEL_OF_ESTIMATOR)
 """Estimators computed here; the others (``lower_mean``, ``interval``, ``harrell_davis``) index the subset."""
@@ -212,25 +192,26 @@ def torch_selection_estimates(name: str, scores: torch.Tensor, levels: Sequence[
     n = values.numel()
     if subset is None:
         ordered = torch.sort(values).values
-        count = torch.full((), n, dtype=torch.int64, device=values.device)
+        size = torch.full((), n, dtype=torch.int64, device=values.device)
         valid = None
     else:
         ordered = torch.sort(torch.where(subset, values, math.inf)).values
-        count = subset.sum()
-        valid = torch.arange(n, device=values.device) < count
-    # k = max(1, floor(round(c m, 6))) as in floor_rank, with m a tensor (float64: exact for m < 2^53).
+        size = subset.sum()
+        valid = torch.arange(n, device=values.device) < size
+    # k = count(c, m, "floor") as in floor_rank, in torch because m is a tensor here (no host sync):
+    # float64, exact for m < 2^53; tests/quantiles/test_rank_selection.py holds it equal to floor_rank.
     levels_64 = device_vector(levels, torch.float64, values.device)
-    k = torch.floor(torch.round(levels_64 * count, decimals=6)).long()
-    k = torch.minimum(k.clamp(min=1), count.clamp(min=1))
+    k = torch.floor(torch.round(levels_64 * size, decimals=6)).long()
+    k = torch.minimum(k.clamp(min=1), size.clamp(min=1))
     if name == "point":
         estimates = ordered.gather(0, k - 1)
     else:
         ranks = tied_ranks(ordered).to(dtype)
-        weights = normalised_weights(ranks, count.to(dtype), levels_64.to(dtype), bandwidth,
+        weights = normalised_weights(ranks, size.to(dtype), levels_64.to(dtype), bandwidth,
                                       KERNEL_OF_ESTIMATOR[name], k - 1, valid)
         if valid is not None:
             ordered = torch.where(valid, ordered, 0.0)  # the +inf rows have weight 0, and inf * 0 is NaN
         estimates = (weights * ordered).sum(dim=1)
     if valid is not None:
-        estimates = torch.where(count > 0, estimates, math.nan)
+        estimates = torch.where(size > 0, estimates, math.nan)
     return estimates.to(scores.dtype)

@@ -44,8 +44,10 @@ import numpy as np
 import torch
 from scipy.special import betainc
 
+from .._utils.counts import count
 from ._kernel_window import MIN_WINDOW_SIZE, host_values, weighted_window_selection
-from ._rank_selection import KERNEL_OF_ESTIMATOR, KERNELS, compute_dtype
+from ._rank_selection import compute_dtype
+from .kernels import KERNEL_OF_ESTIMATOR, KERNELS
 
 __all__ = ["weighted_estimates", "WEIGHTED_ESTIMATORS"]
 
@@ -56,8 +58,8 @@ _SLACK = 1e-9
 
 
 def _mass_floor(level: float, total: float) -> float:
-    """``floor(c W)`` rounded to 6 decimals first (as ``floor_rank``), clamped to ``[min(1, W), W]``."""
-    return min(max(float(math.floor(round(level * total, 6))), min(1.0, total)), total)
+    """``floor(c W)`` clamped to ``[min(1, W), W]``: :func:`~quantile_surrogate._utils.counts.count` on the mass."""
+    return float(count(level, total, "floor"))
 
 
 def _overlap(cum: torch.Tensor, low: float, high: float) -> torch.Tensor:
@@ -105,8 +107,8 @@ def _coefficients(name, sorted_values, cum, tied_cum, levels, bandwidth, dtype):
 def _interval(cum, low: float, high: float):
     """The interval coefficients: the mass ``(floor(W low), floor(W high)]``, widened as ``interval_quantile`` does."""
     total = float(cum[-1])
-    start = min(float(math.floor(round(low * total, 6))), max(total - 1.0, 0.0))
-    stop = min(max(float(math.floor(round(high * total, 6))), start + min(1.0, total)), total)
+    start = min(float(count(low, total, "floor", at_least_one=False)), max(total - 1.0, 0.0))
+    stop = min(max(float(count(high, total, "floor", at_least_one=False)), start + min(1.0, total)), total)
     return _overlap(cum, start, stop) / (stop - start)
 
 

@@ -9,12 +9,11 @@ its gradient is one-hot or uniform over a range of ranks. The smoothed estimator
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ._rank_selection import compute_dtype, floor_rank, selection_estimates
 from .._utils.checks import check_level, check_scores, check_weight_tensor
+from .._utils.counts import count
 from ._weighted import weighted_estimates
 
 __all__ = ["point_quantile", "lower_mean_quantile", "interval_quantile"]
@@ -240,7 +239,7 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, weight: 
             check_weight_tensor(weight, scores.numel())
         return weighted_estimates("interval", scores, weight, (low,), 0.0, interval=(low, high)).reshape(())
     n = scores.numel()
-    start = min(math.floor(round(low * n, 6)), n - 1)
-    stop = max(math.floor(round(high * n, 6)), start + 1)
+    start = min(count(low, n, "floor", at_least_one=False), n - 1)
+    stop = max(count(high, n, "floor", at_least_one=False), start + 1)
     lowest = torch.topk(scores.to(compute_dtype(scores.dtype)), stop, largest=False, sorted=True).values
     return lowest[start:stop].mean().to(scores.dtype)

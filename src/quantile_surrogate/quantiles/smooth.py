@@ -14,7 +14,6 @@ import torch
 from scipy.special import betainc
 
 from ._rank_selection import (
-    KERNELS,
     compute_dtype,
     floor_rank,
     normalised_weights,
@@ -24,6 +23,7 @@ from ._rank_selection import (
 )
 from .._utils.checks import check_bandwidth, check_level, check_option, check_scores, check_weight_tensor
 from ._weighted import weighted_estimates
+from .kernels import KERNELS
 
 __all__ = ["kernel_quantile", "harrell_davis_quantile", "kernel_weights"]
 

@@ -18,15 +18,17 @@ wraps it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 import torch
 
-from ._loop import TrainingDivergedError, TrainingLoop
+from ._loop import TrainingLoop
 from .sampling import MIN_GROUP_SUBSET_ROWS, SubsetBatchSampler
 from ._state import TrainingData, TrainingSettings, TrainResult
-from ._weighted_loop import WeightedTrainingLoop
-from ._streaming import LoaderTrainingLoop, check_loader, check_loader_options, is_loader
+from ._steps import EpochSteps
+from ._streaming import LoaderSteps, check_loader, check_loader_options, is_loader
+from .._utils.errors import TrainingDivergedError
 from .._utils.checks import (
     check_sample_weight,
     check_bandwidth,
@@ -49,8 +51,9 @@ from ..objectives import (
 )
 from ..quantiles import resolve_quantile
 
-# The names imported above from ..objectives (OBJECTIVES, predict_scores, ...) and .sampling
-# (MIN_GROUP_SUBSET_ROWS) stay importable from here; they are documented where they live.
+# The names imported above from ..objectives (OBJECTIVES, predict_scores, ...), .sampling
+# (MIN_GROUP_SUBSET_ROWS) and .._utils.errors (TrainingDivergedError) stay importable from here;
+# they are documented where they live.
 __all__ = [
     "train",
     "TrainResult",
@@ -168,7 +171,9 @@ def train(
         Frequency weights ``w_i >= 0`` (0 drops a row): they weight the loss's sum and its
         quantile threshold (the weighted quantile of :mod:`quantile_surrogate.quantiles._weighted`) and
         the logistic start, so full-batch training on integer weights equals training on the
-        rows repeated. Tensor data only (a loader raises ``ValueError``); no checkpoints.
+        rows repeated. Minibatches are drawn as without weights (the same draws) and each step
+        on integer weights is the step on its rows repeated (:mod:`~quantile_surrogate.training._steps`).
+        Tensor data only (a loader raises ``ValueError``); no checkpoints.
         The validation rows are weighted by ``validation_weight``, not by these.
     validation : (X_val, y_val) or, with ``groups``, (X_val, y_val, groups_val), optional
         Held-out rows on which ``validation_metric(y_val, scores)`` (default: the objective's
@@ -288,35 +293,9 @@ def train(
         subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch, max_epochs=max_epochs,
         n_restarts=n_restarts, init=init, init_alpha=init_alpha, early_stopping=early_stopping,
         n_iter_no_change=n_iter_no_change, tol=tol, select=select, monitor=monitor)
-    if sample_weight is not None and is_loader(X, y):
-        raise ValueError("`sample_weight` needs tensor data (X, y); a loader cannot take it. Put the weights "
-                         "into the loss yourself, or pass X and y as tensors.")
-    if is_loader(X, y):
-        check_loader_options(settings, groups, checkpoint)
-        data, loop_class = check_loader(X, settings.objective), LoaderTrainingLoop
-    else:
-        data, loop_class = _training_data(X, y, groups, settings.objective), TrainingLoop
-    if validation is not None:
-        validation = _validation_data(validation, groups is not None, settings.objective)
-    elif select == "validation":
-        raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
-    if validation_weight is not None:
-        if validation is None:
-            raise ValueError("`validation_weight` weights the rows of `validation`; pass `validation=` too.")
-        validation_weight = torch.as_tensor(check_sample_weight(validation_weight, validation.n),
-                                            dtype=torch.promote_types(validation.X.dtype, torch.float32),
-                                            device=validation.X.device)
-    if sample_weight is not None:
-        if checkpoint is not None:
-            raise ValueError("`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data "
-                             "fingerprint does not cover the weights); drop one of them.")
-        weight = torch.as_tensor(check_sample_weight(sample_weight, data.n), dtype=torch.float64)
-        weight = weight.to(device=data.X.device, dtype=torch.promote_types(data.X.dtype, torch.float32))
-        loop = WeightedTrainingLoop(settings, model, data, validation, validation_metric, callback, progress,
-                                    weight=weight, validation_weight=validation_weight)
-        return loop.run(random_state, checkpoint)
-    loop = loop_class(settings, model, data, validation, validation_metric, callback, progress,
-                      validation_weight=validation_weight)
+    steps, validation = _checked_data(X, y, groups, sample_weight, validation, validation_weight, settings,
+                                      checkpoint)
+    loop = TrainingLoop(settings, model, steps, validation, validation_metric, callback, progress)
     return loop.run(random_state, checkpoint)
 
 
@@ -351,6 +330,36 @@ def _check_settings(**settings) -> TrainingSettings:
     return TrainingSettings(**settings)
 
 
+def _checked_data(X, y, groups, sample_weight, validation, validation_weight, settings: TrainingSettings,
+                  checkpoint) -> tuple[EpochSteps, TrainingData | None]:
+    """The epoch's steps over the checked training rows, and the checked validation rows; each with its weights.
+
+    The row weights are a column of the data (:class:`~._state.TrainingData`), carried by every batch.
+    """
+    loader = is_loader(X, y)
+    if sample_weight is not None and loader:
+        raise ValueError("`sample_weight` needs tensor data (X, y); a loader cannot take it. Put the weights "
+                         "into the loss yourself, or pass X and y as tensors.")
+    if loader:
+        check_loader_options(settings, groups, checkpoint)
+        data = check_loader(X, settings.objective)
+    else:
+        data = _training_data(X, y, groups, settings.objective)
+    validation = _validation_data(validation, validation_weight, groups is not None, settings)
+    if sample_weight is not None:
+        if checkpoint is not None:
+            raise ValueError("`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data "
+                             "fingerprint does not cover the weights); drop one of them.")
+        data = dataclasses.replace(data, weight=_weight_column(sample_weight, data))
+    return (LoaderSteps if loader else EpochSteps)(settings, data), validation
+
+
+def _weight_column(weight, data: TrainingData) -> torch.Tensor:
+    """Checked frequency weights of ``data``'s rows, on its device, floating point (float32 at least)."""
+    weight = torch.as_tensor(check_sample_weight(weight, data.n), dtype=torch.float64)
+    return weight.to(device=data.X.device, dtype=torch.promote_types(data.X.dtype, torch.float32))
+
+
 def _training_data(X, y, groups, objective: str, names=("X", "y", "groups"), require_subset=True) -> TrainingData:
     """Checked rows, labels and group codes, with the subset ``A`` computed once (``require_subset``: not empty)."""
     labels = check_training_data(X, y, names[0], names[1])
@@ -364,7 +373,15 @@ def _training_data(X, y, groups, objective: str, names=("X", "y", "groups"), req
     return TrainingData(X, labels, in_subset, groups)
 
 
-def _validation_data(validation, grouped: bool, objective: str) -> TrainingData:
+def _validation_data(validation, weight, grouped: bool, settings: TrainingSettings) -> TrainingData | None:
+    """The checked validation rows (None without ``validation``), with ``validation_weight`` as their weight column."""
+    if validation is None:
+        if settings.select == "validation":
+            raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
+        if weight is not None:
+            raise ValueError("`validation_weight` weights the rows of `validation`; pass `validation=` too.")
+        return None
+    objective = settings.objective
     validation = tuple(validation)
     if len(validation) != (3 if grouped else 2):
         raise ValueError("`validation` must be (X_val, y_val)" + (
@@ -378,4 +395,4 @@ def _validation_data(validation, grouped: bool, objective: str) -> TrainingData:
         raise ValueError(f"`validation[1]` holds {held}; the validation metric of {objective!r} needs positive "
                          "and negative rows. Split the data stratified "
                          "(e.g. sklearn.model_selection.train_test_split(..., stratify=y)).")
-    return data
+    return data if weight is None else dataclasses.replace(data, weight=_weight_column(weight, data))

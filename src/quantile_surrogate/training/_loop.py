@@ -2,9 +2,11 @@
 
 Kept apart from the public entry point so that each file reads in one sitting; the
 behaviour is documented on :func:`~quantile_surrogate.training.train`. :class:`TrainingLoop`
-runs Algorithm 1 for each restart (batches from :mod:`.sampling`, early stopping from
-:mod:`.early_stopping`), keeps its progress in the records of :mod:`.state` and writes them
-to a checkpoint (:mod:`.checkpoint`) after every epoch.
+runs the epochs of :mod:`._steps` (Algorithm 1) for each restart, with its start (random,
+logistic or given), early stopping (:mod:`.early_stopping`) and validation, keeps its progress
+in the records of :mod:`._state`, writes them to a checkpoint (:mod:`.checkpoint`) after every
+epoch, and raises :class:`~quantile_surrogate._utils.errors.TrainingDivergedError` when a loss or
+a parameter becomes NaN or inf.
 """
 
 from __future__ import annotations
@@ -21,53 +23,32 @@ from tqdm.auto import tqdm
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .early_stopping import EarlyStopping
 from .models import decayed_parameters, fit_logistic, reset_parameters
-from .sampling import epoch_batches
-from .subset_size import SubsetPlan, subset_plan
+from .._utils.errors import TrainingDivergedError
 from .._utils.seeding import clone_state, draw_seed, restart_seeds, seed_torch
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
+from ._steps import EpochSteps
 from ..metrics._held_out import held_out_metric
-from ..losses.general import _FixedLabelsLoss
-from ..objectives import get_objective, objective_loss, objective_metric, predict_scores, training_loss
+from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 
-__all__ = ["TrainingDivergedError", "TrainingLoop", "draw_seed", "restart_seeds"]
-
-DIVERGED_MESSAGE = (
-    "Training diverged: the loss or the parameters became NaN or inf at epoch {epoch} of restart "
-    "{restart} (learning_rate={lr:g}). Use a smaller learning_rate, e.g. {smaller:g}, or standardise "
-    "the features."
-)
-
-
-class TrainingDivergedError(FloatingPointError):
-    """The training loss or a parameter became NaN or inf; no model is returned.
-
-    The message names the epoch and restart and suggests a smaller ``learning_rate``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from quantile_surrogate import train
-    >>> X = torch.randn(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
-    >>> train(model, X, X[:, 0] > 0, learning_rate=1e308, random_state=0)  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    TrainingDivergedError: Training diverged: the loss or the parameters became NaN or inf at epoch 2 ...
-    """
+__all__ = ["TrainingLoop", "draw_seed", "restart_seeds"]
 
 
 class TrainingLoop:
-    """Algorithm 1 with restarts, early stopping and checkpoints on one data set."""
+    """Algorithm 1 with restarts, early stopping and checkpoints: the epochs of ``steps`` (on its ``data``).
 
-    def __init__(self, settings: TrainingSettings, model, data: TrainingData, validation: TrainingData | None = None,
-                 validation_metric=None, callback=None, progress: bool = False, *, validation_weight=None):
+    ``validation`` holds the held-out rows, with their weight column if they are weighted.
+    """
+
+    def __init__(self, settings: TrainingSettings, model, steps: EpochSteps, validation: TrainingData | None = None,
+                 validation_metric=None, callback=None, progress: bool = False):
         self.settings = settings
         self.template = model
-        self.data = data
+        self.steps = steps
+        self.data = steps.data
         self.validation = validation
         self.metric = validation_metric or functools.partial(_exact_metric, settings.objective, settings.target)
-        self.validation_weight = validation_weight
         self.callback, self.progress = callback, progress
-        self.cuda = data.device.type == "cuda"
+        self.cuda = self.data.device.type == "cuda"
 
     # -- building blocks ------------------------------------------------------------------
     def new_model(self) -> nn.Module:
@@ -88,23 +69,10 @@ class TrainingLoop:
         return torch.optim.SGD([g for g in groups if g["params"]], lr=self.settings.learning_rate,
                                momentum=self.settings.momentum)
 
-    def loss(self, scores, labels, threshold_scores, groups=None, threshold_groups=None):
-        return objective_loss(scores, labels, objective=self.settings.objective, target=self.settings.target,
-                              threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups,
-                              **self.settings.loss_settings())
-
     def diverged(self, restart, epoch) -> TrainingDivergedError:
-        rate = self.settings.learning_rate
-        return TrainingDivergedError(DIVERGED_MESSAGE.format(epoch=epoch, restart=restart, lr=rate,
-                                                             smaller=rate / 10))
-
-    def full_loss(self, model, restart) -> float:
-        data = self.data
-        loss = training_loss(model, data.X, data.labels, objective=self.settings.objective,
-                             target=self.settings.target, groups=data.groups, **self.settings.loss_settings())
-        if not math.isfinite(loss):
-            raise self.diverged(restart, "end")
-        return loss
+        """The error for a NaN or inf loss or parameter at ``epoch`` (``"end"``: the restart's full loss)."""
+        return TrainingDivergedError("the loss or the parameters", f"at epoch {epoch} of restart {restart}",
+                                     self.settings.learning_rate)
 
     def validate(self, model) -> list:
         """``[metric, -loss]`` on the validation rows (``[-loss, metric]`` with ``monitor="loss"``).
@@ -118,7 +86,7 @@ class TrainingLoop:
         if not bool(torch.isfinite(scores).all()):
             return [math.nan, math.nan]
         threshold_groups = None if val.groups is None else val.groups[val.in_subset]
-        weight = self.validation_weight
+        weight = val.weight
         weights = {} if weight is None else dict(weight=weight, threshold_weight=weight[val.in_subset])
         loss = objective_loss(scores, val.labels, objective=self.settings.objective, target=self.settings.target,
                               threshold_scores=scores[val.in_subset], groups=val.groups,
@@ -130,110 +98,6 @@ class TrainingLoop:
         if self.settings.monitor == "loss":
             return [-float(loss), float(metric)]
         return [float(metric), -float(loss)]
-
-    # -- one epoch ------------------------------------------------------------------------
-    def epoch(self, model, optimizer, generator):
-        """One pass over the data; returns (mean minibatch loss, last threshold(s)) as floats."""
-        if self.settings.batch_size is None or self.settings.batch_size >= self.data.n:
-            return self._full_batch_epoch(model, optimizer)
-        return self._minibatch_epoch(model, optimizer, generator)
-
-    @functools.cached_property
-    def fixed_labels_loss(self):
-        """The full-batch loss with the label work done once (no groups), or None (:class:`_FixedLabelsLoss`)."""
-        settings, spec = self.settings, get_objective(self.settings.objective)
-        if self.data.groups is not None:
-            return None
-        penalize = spec.penalized.get(settings.form, next(iter(spec.penalized.values())))
-        return _FixedLabelsLoss(self.data.labels, self.data.dtype, rate=settings.target, subset=spec.subset,
-                                penalize=penalize, **self.settings.loss_settings(with_form=False))
-
-    def _full_batch_epoch(self, model, optimizer):
-        """Gradient descent: one forward pass, the threshold from all of ``A`` (``A_b = A``)."""
-        data = self.data
-        optimizer.zero_grad()
-        scores = model(data.X).reshape(-1)
-        # A_b = A: the loss takes A's rows from the labels, without a gather and its backward.
-        fixed = self.fixed_labels_loss
-        out = fixed(scores) if fixed is not None else self.loss(scores, data.labels, None, data.groups, None)
-        out.loss.backward()
-        optimizer.step()
-        return float(out.loss.detach()), _as_floats(out.threshold)
-
-    @functools.cached_property
-    def subset_plan(self) -> SubsetPlan:
-        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.subset_size.subset_plan`)."""
-        settings, data = self.settings, self.data
-        sizes = [data.subset_index.numel()] if data.groups is None else \
-            torch.bincount(data.subset_groups).tolist()
-        return subset_plan(data.n, settings.batch_size, [size for size in sizes if size > 0], settings.target,
-                           settings.subset_batch_size, settings.subset_from_batch)
-
-    def epoch_batches(self, generator):
-        """One epoch's ``[(rows, subset_rows or None), ...]`` under :attr:`subset_plan`."""
-        plan, data = self.subset_plan, self.data
-        return epoch_batches(data.n, self.settings.batch_size, generator,
-                             subset_index=data.subset_index if plan.separate else None, subset_size=plan.size,
-                             subset_groups=data.subset_groups, per_group=plan.per_group)
-
-    def _minibatch_epoch(self, model, optimizer, generator):
-        data = self.data
-        X, labels, groups = data.X, data.labels, data.groups
-        batches = self.epoch_batches(generator)
-
-        def steps():
-            # index_select, not X[rows]: on the CPU advanced indexing copies element by element, ~20x
-            # slower than index_select's row copies at 100 float32 features (benchmarks/throughput.py).
-            for rows, subset_rows in batches:
-                rows = rows.to(X.device)
-                batch_groups = None if groups is None else groups.index_select(0, rows)
-                if subset_rows is None:
-                    yield (X.index_select(0, rows), labels.index_select(0, rows),
-                           data.in_subset.index_select(0, rows), None, batch_groups, None)
-                else:
-                    # One gather of both minibatches, stacked as the forward pass takes them (no torch.cat).
-                    subset_rows = subset_rows.to(X.device)
-                    stacked = X.index_select(0, torch.cat([rows, subset_rows]))
-                    yield (stacked, labels.index_select(0, rows), None, subset_rows.numel(), batch_groups,
-                           None if groups is None else groups.index_select(0, subset_rows))
-
-        return self.run_steps(model, optimizer, steps())
-
-    def run_steps(self, model, optimizer, steps):
-        """SGD steps (:meth:`step`) over ``steps`` of its arguments; returns (mean loss, last threshold(s)) as floats."""
-        total = torch.zeros((), dtype=self.data.dtype, device=self.data.device)
-        threshold, count = torch.full((), float("nan")), 0
-        for arguments in steps:
-            loss, last = self.step(model, optimizer, *arguments)
-            total, count = total + loss, count + 1
-            if last is not None:
-                threshold = last
-        if count == 0:
-            raise ValueError("The training data gave no batch in an epoch; pass at least one row.")
-        return float(total) / count, _as_floats(threshold)
-
-    def step(self, model, optimizer, X_b, labels_b, in_subset_b, X_a=None, groups_b=None, groups_a=None):
-        """One step of Algorithm 1 on a minibatch; returns (loss, threshold or None if ``A_b`` is empty), detached.
-
-        ``X_a`` is the separate minibatch of ``A`` (step 2), or an int ``m``: the last ``m`` rows of
-        ``X_b`` are that minibatch, already stacked (which saves a copy); without it ``A_b`` is the
-        batch's rows of ``A`` (the rows where ``in_subset_b``).
-        """
-        optimizer.zero_grad()
-        if X_a is None:
-            scores = model(X_b).reshape(-1)
-            reference = scores[in_subset_b]
-            groups_a = None if groups_b is None else groups_b[in_subset_b]
-        else:
-            # One forward pass over both minibatches (a model's batch statistics see both).
-            both = X_b if isinstance(X_a, int) else torch.cat([X_b, X_a])
-            n_batch = labels_b.shape[0]
-            both = model(both).reshape(-1)
-            scores, reference = both[:n_batch], both[n_batch:]
-        out = self.loss(scores, labels_b, reference, groups_b, groups_a)
-        out.loss.backward()
-        optimizer.step()
-        return out.loss.detach(), (out.threshold.detach() if reference.numel() else None)
 
     # -- the restart loop -----------------------------------------------------------------
     def _rng_devices(self) -> list:
@@ -282,9 +146,16 @@ class TrainingLoop:
                            start=best.start, initial_state=best.initial_model)
 
     def fit_logistic_start(self, model) -> None:
-        """The logistic start: penalised maximum likelihood, ``alpha = init_alpha`` or ``1 / n``."""
-        alpha = self.settings.init_alpha if self.settings.init_alpha is not None else 1 / self.data.n
-        fit_logistic(model, self.data.X, self.data.labels, alpha=alpha)
+        """The logistic start: penalised (weighted) maximum likelihood, ``alpha = init_alpha`` or ``1 / sum(w)``.
+
+        Without weights ``sum(w)`` is ``n``, every row of weight one.
+        """
+        data, alpha = self.data, self.settings.init_alpha
+        if data.weight is None:
+            fit_logistic(model, data.X, data.labels, alpha=alpha if alpha is not None else 1 / data.n)
+        else:
+            alpha = alpha if alpha is not None else 1 / float(data.weight.sum())
+            fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=data.weight.to(data.X.dtype))
 
     def _start_run(self, restart: int, model_seed: int):
         """A new restart: a fresh model (random, logistic or given start) and optimizer, and its state."""
@@ -334,7 +205,7 @@ class TrainingLoop:
         try:
             while len(run.loss_curve) < settings.max_epochs:
                 epoch = len(run.loss_curve) + 1
-                loss, threshold = self.epoch(model, optimizer, generator)
+                loss, threshold = self.steps.epoch(model, optimizer, generator)
                 if not (math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in model.parameters())):
                     raise self.diverged(r, epoch)
                 run.loss_curve.append(loss)
@@ -364,7 +235,9 @@ class TrainingLoop:
         r, validated = state.restart, self.validation is not None
         if validated:
             model.load_state_dict(run.best_model)
-        loss = self.full_loss(model, r)
+        loss = self.steps.full_loss(model)
+        if not math.isfinite(loss):
+            raise self.diverged(r, "end")
         state.restart_losses.append(loss)
         candidate = Candidate(
             restart=r, loss=loss, model=clone_state(model.state_dict()), loss_curve=run.loss_curve,
@@ -393,17 +266,11 @@ class TrainingLoop:
 
 
 def _exact_metric(objective, target, y_true, scores, groups=None, sample_weight=None) -> float:
-    """The objective's exact metric on the validation rows; unweighted without groups by one sort (:mod:`.._held_out_metrics`)."""
+    """The objective's exact metric on the validation rows; unweighted without groups by one sort (:mod:`..metrics._held_out`)."""
     if groups is None and sample_weight is None:
         return held_out_metric(y_true == 1, scores, get_objective(objective).name, target)
     return objective_metric(y_true, scores, objective=objective, target=target, groups=groups,
                             sample_weight=sample_weight)
-
-
-def _as_floats(threshold: torch.Tensor):
-    """A 0-d threshold as a float; per-group thresholds (shape (G,)) as a tuple of floats."""
-    threshold = threshold.detach().cpu()
-    return float(threshold) if threshold.ndim == 0 else tuple(float(t) for t in threshold)
 
 
 def _format_threshold(threshold) -> str:

@@ -124,7 +124,12 @@ class TrainResult:
 
 @dataclass
 class TrainingData:
-    """Rows with their labels, the subset ``A`` (computed once per fit) and optional group codes."""
+    """Rows with their labels, the subset ``A`` (computed once per fit) and optional columns: group codes, weights.
+
+    Each optional column is carried by every batch drawn from the rows (None: no groups, every
+    row of weight one); ``subset_index``, ``subset_groups`` and ``subset_weight`` are the rows of
+    ``A`` and their columns, gathered once.
+    """
 
     X: torch.Tensor
     labels: torch.Tensor
@@ -133,10 +138,13 @@ class TrainingData:
     """Bool mask of the rows of ``A``."""
     groups: torch.Tensor | None = None
     """int64 group codes, one per row."""
+    weight: torch.Tensor | None = None
+    """Frequency weights ``w_i >= 0``, one per row, floating point (``train(..., sample_weight=)``)."""
 
     def __post_init__(self):
         self.subset_index = torch.nonzero(self.in_subset).reshape(-1)
         self.subset_groups = None if self.groups is None else self.groups[self.subset_index]
+        self.subset_weight = None if self.weight is None else self.weight[self.subset_index]
 
     @property
     def n(self) -> int:

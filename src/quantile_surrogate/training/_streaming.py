@@ -27,11 +27,11 @@ from typing import Iterable
 import numpy as np
 import torch
 
-from ._loop import TrainingLoop
+from ._steps import Batch, EpochSteps
 from .._utils.checks import check_training_data
 from ..objectives import get_objective, predict_scores, subset_mask
 
-__all__ = ["LoaderData", "LoaderTrainingLoop", "check_loader", "is_loader", "split_batch"]
+__all__ = ["LoaderData", "LoaderSteps", "check_loader", "is_loader", "split_batch"]
 
 BATCH_MESSAGE = (
     "Each batch of `X` (a DataLoader or iterable of batches) must be (X_b, y_b) or ((X_b, y_b), (X_a, y_a)) "
@@ -74,6 +74,8 @@ class LoaderData:
     separate: bool
     """Whether the batches carry a separate minibatch of ``A``."""
     groups: None = None
+    weight: None = None
+    """No row weights: ``train`` refuses ``sample_weight`` with a loader."""
 
 
 def check_loader_options(settings, groups, checkpoint) -> None:
@@ -126,8 +128,8 @@ def check_loader(loader, objective: str) -> LoaderData:
     return LoaderData(loader, n, first[0], first[1], first[2], first[4], first[3])
 
 
-class LoaderTrainingLoop(TrainingLoop):
-    """:class:`~quantile_surrogate.training._loop.TrainingLoop` over an iterable of batches (see the module docstring)."""
+class LoaderSteps(EpochSteps):
+    """:class:`~quantile_surrogate.training._steps.EpochSteps` over an iterable of batches (see the module doc)."""
 
     def epoch(self, model, optimizer, generator):
         objective = self.settings.objective
@@ -136,11 +138,11 @@ class LoaderTrainingLoop(TrainingLoop):
             for item in self.data.loader:
                 X_b, y_b, X_a, _ = split_batch(item)
                 labels = y_b.bool()
-                yield X_b, labels, (subset_mask(labels, objective) if X_a is None else None), X_a
+                yield Batch(X_b, labels, subset_mask(labels, objective) if X_a is None else None, X_a)
 
         return self.run_steps(model, optimizer, steps())
 
-    def full_loss(self, model, restart) -> float:
+    def full_loss(self, model) -> float:
         """The loss on every row of one pass, the threshold from all of its rows of ``A`` (scored in chunks)."""
         scores, labels = [], []
         for item in self.data.loader:
@@ -150,7 +152,4 @@ class LoaderTrainingLoop(TrainingLoop):
         scores, labels = torch.cat(scores), torch.cat(labels)
         in_subset = subset_mask(labels, self.settings.objective)
         with torch.no_grad():
-            loss = float(self.loss(scores, labels, scores[in_subset]).loss)
-        if not np.isfinite(loss):
-            raise self.diverged(restart, "end")
-        return loss
+            return float(self.loss(scores, labels, scores[in_subset]).loss)

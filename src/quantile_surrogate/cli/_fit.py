@@ -1,18 +1,16 @@
-"""``quantile-surrogate fit | predict | evaluate``: train and use a model on a user's own CSV or Parquet file.
+"""``quantile-surrogate fit``: train a model on a user's own CSV or Parquet file and save it.
 
 ::
 
     quantile-surrogate fit data.csv --label y --objective precision_at_recall --target 0.95 [--out model.qs]
-    quantile-surrogate predict model.qs data.csv > predictions.csv
-    quantile-surrogate evaluate model.qs test.csv      # test_report.md and test_pr_curve.png
 
 Numeric columns are used as they are (the classifier standardises internally) and text
 columns are one-hot encoded (:class:`._encoder.FrameEncoder`). The model file keeps that
 preprocessing, the label's two classes and the package version, as JSON and tensors behind a
-checksum; loading it runs no code from the file (:mod:`.model_file`). ``predict`` and
-``evaluate`` read the data in chunks, so their memory does not grow with the file. Bad input
-ends with a one-line error that names the file, the column and the problem, a non-zero exit
-status, and no output file (:mod:`quantile_surrogate._utils.files`).
+checksum; loading it runs no code from the file (:mod:`.model_file`). ``predict``
+(:mod:`._predict`) and ``evaluate`` (:mod:`._evaluate`) use it. Bad input ends with a
+one-line error that names the file, the column and the problem, a non-zero exit status, and
+no output file (:mod:`quantile_surrogate._utils.files`).
 """
 
 from __future__ import annotations
@@ -24,20 +22,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._utils.files import WriteError, atomic_write, atomic_writes, check_output, check_stdout, describe_errno, output_folder
-from ..objectives.bootstrap import bootstrap_metrics
+from .._utils.checks import check_sample_weight
+from .._utils.files import check_output
 from ..objectives import OBJECTIVES, get_objective
 from ._args import int_at_least, layer_sizes, open_unit_interval
-from .._utils.checks import check_sample_weight
-from ._file_io import (InputError, categorical_column, column_warnings, features, iter_table, labels, read_table,
-                       schema_of, show)
-from ._report import group_lines, plot_writer, report_text
-from .model_file import MODELS, SavedModel, load_model, save_model
+from ._file_io import InputError, categorical_column, column_warnings, features, labels, read_table, schema_of, show
+from .model_file import MODELS, SavedModel, save_model
 
-__all__ = ["register", "run_fit", "run_predict", "run_evaluate"]
+__all__ = ["register", "run_fit"]
 
-
-# ----------------------------------------------------------------------------- fit
 
 def _classifier(args):
     settings = dict(objective=args.objective, target=args.target, random_state=args.seed, verbose=not args.quiet)
@@ -135,14 +128,14 @@ def _fit_model(model, X, y, groups, weight=None) -> None:
     """``model.fit``; groups go to the calibration wrapper, or to the pipeline's classifier (trained per group);
     weights (``--weight``) to the pipeline's classifier."""
     if weight is not None:
-        extra = {} if groups is None else {"classifier__groups": groups}
+        extra = {} if groups is None else {"classifier__sensitive_features": groups}
         model.fit(X, y, classifier__sample_weight=weight, **extra)
     elif groups is None:
         model.fit(X, y)
     elif hasattr(model, "named_steps"):
-        model.fit(X, y, classifier__groups=groups)
+        model.fit(X, y, classifier__sensitive_features=groups)
     else:
-        model.fit(X, y, groups=groups)
+        model.fit(X, y, sensitive_features=groups)
 
 
 def run_fit(args) -> int:
@@ -184,152 +177,8 @@ def run_fit(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- predict
-
-def _chunk_groups(saved: SavedModel, chunk, data: Path, offset: int):
-    """The chunk's groups (text, as in fit), or None for a model without groups; an unseen group is an error."""
-    if saved.groups is None:
-        return None
-    values, known = categorical_column(chunk, saved.groups), saved.group_labels
-    unseen = ~np.isin(values, known)
-    if unseen.any():
-        i = int(np.flatnonzero(unseen)[0])
-        shown = ", ".join(show(v) for v in known[:10]) + (", ..." if len(known) > 10 else "")
-        raise InputError(f"{data}: column '{saved.groups}' (the model's groups) holds {show(values[i])} at data row "
-                         f"{offset + i + 1}, a group not seen in training, which has no threshold; the model knows "
-                         f"{shown}.")
-    return values
-
-
-def _columns(saved: SavedModel, *extra) -> list:
-    """The input columns a model reads: its features, its group column, and ``extra``."""
-    groups = [saved.groups] if saved.groups is not None else []
-    return saved.schema["numeric"] + saved.schema["categorical"] + groups + list(extra)
-
-
-def _scores(saved: SavedModel, chunk, data: Path, offset: int) -> np.ndarray:
-    """The model's scores of one chunk; a value the model cannot score is an error naming its row, not a NaN."""
-    groups = _chunk_groups(saved, chunk, data, offset)
-    try:
-        X = features(chunk, saved.schema, data, offset)
-        score = saved.decision_function(X) if groups is None else saved.decision_function(X, groups=groups)
-    except ValueError as error:  # e.g. a value too far from the training data's range to standardise
-        raise InputError(f"{data}: {' '.join(str(error).split())}") from None
-    bad = np.isnan(score)
-    if bad.any():
-        raise InputError(f"{data}: data row {offset + int(np.flatnonzero(bad)[0]) + 1} gets no score (NaN): its values "
-                         f"are too large for the model (such as 1e308); check that row's numbers and units.")
-    return score
-
-
-def _prediction_chunks(saved: SavedModel, data: Path, keep):
-    """DataFrames of (kept columns, prediction, score), one per chunk of the input file."""
-    classes = np.empty(2, dtype=object)
-    classes[:] = saved.classes
-    for offset, chunk in iter_table(data, _columns(saved, *keep)):
-        score = _scores(saved, chunk, data, offset)
-        out = pd.DataFrame({"prediction": classes[(score > 0).astype(np.int64)], "score": score})
-        if keep:
-            out = pd.concat([chunk[list(keep)].reset_index(drop=True), out], axis=1)
-        yield out
-
-
-def _write_csv_chunks(chunks, handle) -> None:
-    for i, chunk in enumerate(chunks):
-        chunk.to_csv(handle, header=i == 0, index=False)
-
-
-def run_predict(args) -> int:
-    saved = load_model(args.model_file)
-    inputs = [args.model_file, args.data]
-    chunks = _prediction_chunks(saved, args.data, args.keep)
-    if args.out is not None:
-        def write(path: Path) -> None:
-            with open(path, "w", newline="") as handle:
-                _write_csv_chunks(chunks, handle)
-        atomic_write(args.out, write, inputs=inputs)
-        return 0
-    check_stdout(inputs)
-    try:
-        _write_csv_chunks(chunks, sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as error:  # a full disk behind `> file`: name standard output, not a temporary file
-        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
-    return 0
-
-
-# ----------------------------------------------------------------------------- evaluate
-
-def _labelled_scores(saved: SavedModel, data: Path):
-    """``(positive, score, groups)`` over the whole file, read in chunks; the label must hold the model's two classes.
-
-    ``groups`` is None for a model without groups.
-    """
-    label, classes = saved.label, saved.classes
-    positive, scores, groups = [], [], []
-    for offset, chunk in iter_table(data, _columns(saved, label)):
-        values = chunk[label]
-        unknown = ~values.isin(classes)
-        if unknown.any():
-            row = offset + int(np.flatnonzero(unknown.to_numpy())[0]) + 1
-            raise InputError(f"{data}: column '{label}' holds {show(values[unknown].iloc[0])} at data row {row}; "
-                             f"the model knows only {show(classes[0])} and {show(classes[1])}.")
-        positive.append((values == classes[1]).to_numpy())
-        scores.append(_scores(saved, chunk, data, offset))
-        groups.append(_chunk_groups(saved, chunk, data, offset))
-    positive, score = np.concatenate(positive), np.concatenate(scores)
-    if positive.all() or not positive.any():
-        raise InputError(f"{data}: column '{label}' has a single class; evaluation needs both.")
-    return positive, score, None if saved.groups is None else np.concatenate(groups)
-
-
-def _group_rows(saved: SavedModel, positive, score, groups, args):
-    """``(group, rows, positives, table, used)`` per group present in the file, each bootstrapped on its own rows."""
-    rows = []
-    for group in saved.group_labels:
-        mask = groups == group
-        if mask.any():
-            table, used = bootstrap_metrics(positive[mask], score[mask], saved.objective, saved.target,
-                                            n_resamples=args.bootstrap, seed=args.seed)
-            rows.append((group, int(mask.sum()), int(positive[mask].sum()), table, used))
-    return rows
-
-
-def _print(text: str) -> None:
-    try:
-        print(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
-
-
-def run_evaluate(args) -> int:
-    saved = load_model(args.model_file)
-    positive, score, groups = _labelled_scores(saved, args.data)
-    table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
-                                    seed=args.seed)
-    out_dir, stem = Path(args.out_dir), Path(args.data).stem
-    report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
-    extra = [] if groups is None else group_lines(saved.groups, _group_rows(saved, positive, score, groups, args))
-    text = report_text(saved, args.model_file, args.data, table, used, args.bootstrap, args.seed, len(positive),
-                       int(positive.sum()), plot_path.name, extra=extra)
-    plot = plot_writer(positive, score, table[0][1], table[1][1], saved.objective, saved.target,
-                       f"{Path(args.data).name}: {saved.objective}")
-    _print(text)  # first: a full standard output then leaves no file behind
-    with output_folder(out_dir):
-        atomic_writes([(plot_path, plot), (report_path, lambda p: p.write_text(text))],
-                      inputs=[args.model_file, args.data])
-    print(f"Wrote {report_path} and {plot_path}.", file=sys.stderr)
-    return 0
-
-
-# ----------------------------------------------------------------------------- parsers
-
-def _register_fit(subparsers) -> None:
+def register(subparsers) -> None:
+    """Add ``fit`` to the command line's sub-commands."""
     fit = subparsers.add_parser("fit", help="train a model on a CSV or Parquet file",
                                 description="Train a QuantileClassifier on a CSV or Parquet file and save it.")
     fit.add_argument("data", type=Path, help="training data, .csv or .parquet (any other suffix is read as CSV)")
@@ -370,30 +219,3 @@ def _register_fit(subparsers) -> None:
     fit.add_argument("--out", type=Path, default=Path("model.qs"), help="model file to write (default model.qs)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar or messages (warnings are still shown)")
     fit.set_defaults(handler=run_fit)
-
-
-def register(subparsers) -> None:
-    """Add ``fit``, ``predict`` and ``evaluate`` to the command line's sub-commands."""
-    _register_fit(subparsers)
-    predict = subparsers.add_parser("predict", help="write predictions for a CSV or Parquet file",
-                                    description="Write one row per input row: prediction (a class) and score "
-                                                "(> 0 means the positive class). The file is read in chunks.")
-    predict.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
-    predict.add_argument("data", type=Path, help="the rows to score, .csv or .parquet, with the training's columns")
-    predict.add_argument("--out", type=Path, default=None,
-                         help="CSV file to write, all or nothing (default: standard output, written as rows are "
-                              "scored; on an error the rows before it are already out)")
-    predict.add_argument("--keep", nargs="+", default=[], metavar="COLUMN", help="input columns to copy, e.g. an id")
-    predict.set_defaults(handler=run_predict)
-
-    evaluate = subparsers.add_parser("evaluate", help="report precision, recall and rate with bootstrap intervals",
-                                     description="Write DATA_report.md and DATA_pr_curve.png for a labelled file.")
-    evaluate.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
-    evaluate.add_argument("data", type=Path, help="labelled test data (the label column the model was trained on)")
-    evaluate.add_argument("--out-dir", type=Path, default=Path("."),
-                          help="folder for the report and plot, created if missing (default .)")
-    evaluate.add_argument("--bootstrap", type=int_at_least(1, "1000"), default=1000,
-                          help="bootstrap resamples for the 95 %% intervals (default 1000)")
-    evaluate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    evaluate.set_defaults(handler=run_evaluate)
-

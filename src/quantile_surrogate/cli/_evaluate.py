@@ -1,0 +1,105 @@
+"""``quantile-surrogate evaluate``: a report with bootstrap intervals and a precision-recall plot for a labelled file.
+
+::
+
+    quantile-surrogate evaluate model.qs test.csv      # test_report.md and test_pr_curve.png
+
+The file is read in chunks; the report is printed first, then the report and the plot are
+written together, all or nothing (:func:`quantile_surrogate._utils.files.atomic_writes`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .._utils.files import WriteError, atomic_writes, describe_errno, output_folder
+from ..objectives.bootstrap import bootstrap_metrics
+from ._args import int_at_least
+from ._file_io import InputError, iter_table, show
+from ._report import group_lines, plot_writer, report_text
+from ._scoring import chunk_groups, chunk_scores, model_columns
+from .model_file import SavedModel, load_model
+
+__all__ = ["register", "run_evaluate"]
+
+
+def _labelled_scores(saved: SavedModel, data: Path):
+    """``(positive, score, groups)`` over the whole file, read in chunks; the label must hold the model's two classes.
+
+    ``groups`` is None for a model without groups.
+    """
+    label, classes = saved.label, saved.classes
+    positive, scores, groups = [], [], []
+    for offset, chunk in iter_table(data, model_columns(saved, label)):
+        values = chunk[label]
+        unknown = ~values.isin(classes)
+        if unknown.any():
+            row = offset + int(np.flatnonzero(unknown.to_numpy())[0]) + 1
+            raise InputError(f"{data}: column '{label}' holds {show(values[unknown].iloc[0])} at data row {row}; "
+                             f"the model knows only {show(classes[0])} and {show(classes[1])}.")
+        positive.append((values == classes[1]).to_numpy())
+        scores.append(chunk_scores(saved, chunk, data, offset))
+        groups.append(chunk_groups(saved, chunk, data, offset))
+    positive, score = np.concatenate(positive), np.concatenate(scores)
+    if positive.all() or not positive.any():
+        raise InputError(f"{data}: column '{label}' has a single class; evaluation needs both.")
+    return positive, score, None if saved.groups is None else np.concatenate(groups)
+
+
+def _group_rows(saved: SavedModel, positive, score, groups, args):
+    """``(group, rows, positives, table, used)`` per group present in the file, each bootstrapped on its own rows."""
+    rows = []
+    for group in saved.group_labels:
+        mask = groups == group
+        if mask.any():
+            table, used = bootstrap_metrics(positive[mask], score[mask], saved.objective, saved.target,
+                                            n_resamples=args.bootstrap, seed=args.seed)
+            rows.append((group, int(mask.sum()), int(positive[mask].sum()), table, used))
+    return rows
+
+
+def _print(text: str) -> None:
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
+
+
+def run_evaluate(args) -> int:
+    saved = load_model(args.model_file)
+    positive, score, groups = _labelled_scores(saved, args.data)
+    table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
+                                    seed=args.seed)
+    out_dir, stem = Path(args.out_dir), Path(args.data).stem
+    report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
+    extra = [] if groups is None else group_lines(saved.groups, _group_rows(saved, positive, score, groups, args))
+    text = report_text(saved, args.model_file, args.data, table, used, args.bootstrap, args.seed, len(positive),
+                       int(positive.sum()), plot_path.name, extra=extra)
+    plot = plot_writer(positive, score, table[0][1], table[1][1], saved.objective, saved.target,
+                       f"{Path(args.data).name}: {saved.objective}")
+    _print(text)  # first: a full standard output then leaves no file behind
+    with output_folder(out_dir):
+        atomic_writes([(plot_path, plot), (report_path, lambda p: p.write_text(text))],
+                      inputs=[args.model_file, args.data])
+    print(f"Wrote {report_path} and {plot_path}.", file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``evaluate`` to the command line's sub-commands."""
+    evaluate = subparsers.add_parser("evaluate", help="report precision, recall and rate with bootstrap intervals",
+                                     description="Write DATA_report.md and DATA_pr_curve.png for a labelled file.")
+    evaluate.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
+    evaluate.add_argument("data", type=Path, help="labelled test data (the label column the model was trained on)")
+    evaluate.add_argument("--out-dir", type=Path, default=Path("."),
+                          help="folder for the report and plot, created if missing (default .)")
+    evaluate.add_argument("--bootstrap", type=int_at_least(1, "1000"), default=1000,
+                          help="bootstrap resamples for the 95 %% intervals (default 1000)")
+    evaluate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    evaluate.set_defaults(handler=run_evaluate)

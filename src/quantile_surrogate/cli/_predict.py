@@ -1,0 +1,76 @@
+"""``quantile-surrogate predict``: one row of prediction and score per input row, written as rows are scored.
+
+::
+
+    quantile-surrogate predict model.qs data.csv > predictions.csv
+
+The file is read in chunks (:func:`._file_io.iter_table`), so memory does not grow with it;
+``--out`` writes all or nothing (:mod:`quantile_surrogate._utils.files`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .._utils.files import WriteError, atomic_write, check_stdout, describe_errno
+from ._file_io import iter_table
+from ._scoring import chunk_scores, model_columns
+from .model_file import SavedModel, load_model
+
+__all__ = ["register", "run_predict"]
+
+
+def _prediction_chunks(saved: SavedModel, data: Path, keep):
+    """DataFrames of (kept columns, prediction, score), one per chunk of the input file."""
+    classes = np.empty(2, dtype=object)
+    classes[:] = saved.classes
+    for offset, chunk in iter_table(data, model_columns(saved, *keep)):
+        score = chunk_scores(saved, chunk, data, offset)
+        out = pd.DataFrame({"prediction": classes[(score > 0).astype(np.int64)], "score": score})
+        if keep:
+            out = pd.concat([chunk[list(keep)].reset_index(drop=True), out], axis=1)
+        yield out
+
+
+def _write_csv_chunks(chunks, handle) -> None:
+    for i, chunk in enumerate(chunks):
+        chunk.to_csv(handle, header=i == 0, index=False)
+
+
+def run_predict(args) -> int:
+    saved = load_model(args.model_file)
+    inputs = [args.model_file, args.data]
+    chunks = _prediction_chunks(saved, args.data, args.keep)
+    if args.out is not None:
+        def write(path: Path) -> None:
+            with open(path, "w", newline="") as handle:
+                _write_csv_chunks(chunks, handle)
+        atomic_write(args.out, write, inputs=inputs)
+        return 0
+    check_stdout(inputs)
+    try:
+        _write_csv_chunks(chunks, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:  # a full disk behind `> file`: name standard output, not a temporary file
+        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``predict`` to the command line's sub-commands."""
+    predict = subparsers.add_parser("predict", help="write predictions for a CSV or Parquet file",
+                                    description="Write one row per input row: prediction (a class) and score "
+                                                "(> 0 means the positive class). The file is read in chunks.")
+    predict.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
+    predict.add_argument("data", type=Path, help="the rows to score, .csv or .parquet, with the training's columns")
+    predict.add_argument("--out", type=Path, default=None,
+                         help="CSV file to write, all or nothing (default: standard output, written as rows are "
+                              "scored; on an error the rows before it are already out)")
+    predict.add_argument("--keep", nargs="+", default=[], metavar="COLUMN", help="input columns to copy, e.g. an id")
+    predict.set_defaults(handler=run_predict)

@@ -1,0 +1,53 @@
+"""Scoring a saved model on the chunks of a file: the part that ``predict`` and ``evaluate`` share.
+
+The columns a model reads (its features and its group column), each chunk's groups (a group
+not seen in training has no threshold, and is an error naming its row), and each chunk's
+scores (a row the model cannot score is an error naming it, not a NaN).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ._file_io import InputError, categorical_column, features, show
+from .model_file import SavedModel
+
+__all__ = ["chunk_groups", "model_columns", "chunk_scores"]
+
+
+def chunk_groups(saved: SavedModel, chunk, data: Path, offset: int):
+    """The chunk's groups (text, as in fit), or None for a model without groups; an unseen group is an error."""
+    if saved.groups is None:
+        return None
+    values, known = categorical_column(chunk, saved.groups), saved.group_labels
+    unseen = ~np.isin(values, known)
+    if unseen.any():
+        i = int(np.flatnonzero(unseen)[0])
+        shown = ", ".join(show(v) for v in known[:10]) + (", ..." if len(known) > 10 else "")
+        raise InputError(f"{data}: column '{saved.groups}' (the model's groups) holds {show(values[i])} at data row "
+                         f"{offset + i + 1}, a group not seen in training, which has no threshold; the model knows "
+                         f"{shown}.")
+    return values
+
+
+def model_columns(saved: SavedModel, *extra) -> list:
+    """The input columns a model reads: its features, its group column, and ``extra``."""
+    groups = [saved.groups] if saved.groups is not None else []
+    return saved.schema["numeric"] + saved.schema["categorical"] + groups + list(extra)
+
+
+def chunk_scores(saved: SavedModel, chunk, data: Path, offset: int) -> np.ndarray:
+    """The model's scores of one chunk; a value the model cannot score is an error naming its row, not a NaN."""
+    groups = chunk_groups(saved, chunk, data, offset)
+    try:
+        X = features(chunk, saved.schema, data, offset)
+        score = saved.decision_function(X) if groups is None else saved.decision_function(X, sensitive_features=groups)
+    except ValueError as error:  # e.g. a value too far from the training data's range to standardise
+        raise InputError(f"{data}: {' '.join(str(error).split())}") from None
+    bad = np.isnan(score)
+    if bad.any():
+        raise InputError(f"{data}: data row {offset + int(np.flatnonzero(bad)[0]) + 1} gets no score (NaN): its values "
+                         f"are too large for the model (such as 1e308); check that row's numbers and units.")
+    return score

@@ -1,0 +1,195 @@
+r"""One epoch of Algorithm 1: its batches, each batch's ``A_b``, and one SGD step on each.
+
+:class:`EpochSteps` holds the checked settings and the rows (:class:`~._state.TrainingData`)
+and runs an epoch: full-batch gradient descent (one forward pass, ``A_b = A``), or minibatches
+drawn by :func:`.sampling.epoch_batches` with ``A_b`` taken where the plan of
+:mod:`.subset_size` says (the batch's own rows of ``A``, or a separate minibatch of ``A``,
+Algorithm 1's step 2). It also gives the loss on all the rows that selects a restart. The
+restarts around it are :mod:`._loop`'s; :mod:`._streaming` runs the same steps over a loader.
+
+**Row weights are a column, not another loop.** Frequency weights ``w_i >= 0``
+(``train(..., sample_weight=)``) travel with the rows: every batch carries its rows' weights
+and those of its ``A_b``, which weight the loss's terms and the quantile threshold
+(:mod:`quantile_surrogate.quantiles._weighted`); the "mean" reduction divides by the weight of
+the penalised rows. Minibatches are drawn uniformly over rows, with or without weights (the
+same random draws), and each is weighted: an unbiased estimate of the weighted sum. So a step on
+a batch with integer weights is the step on its rows repeated ``w_i`` times, and full-batch
+training on integer weights is training on the rows repeated.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import torch
+
+from .sampling import epoch_batches
+from .subset_size import SubsetPlan, subset_plan
+from ._state import TrainingData, TrainingSettings
+from ..losses.general import _FixedLabelsLoss
+from ..objectives import get_objective, objective_loss, training_loss
+
+__all__ = ["Batch", "EpochSteps"]
+
+
+class Batch(NamedTuple):
+    """One step's rows and, when ``A_b`` is not the batch's own rows of ``A``, its separate minibatch of ``A``.
+
+    ``X_a`` is the separate minibatch of ``A`` (step 2), or an int ``m``: the last ``m`` rows of
+    ``X`` are that minibatch, already stacked (which saves a copy); without it, ``A_b`` is the
+    batch's rows where ``in_subset``. ``groups_a`` and ``weight_a`` are the columns of a separate
+    minibatch (those of the batch's own rows of ``A`` are taken from ``groups`` and ``weight``).
+    """
+
+    X: torch.Tensor
+    labels: torch.Tensor
+    in_subset: torch.Tensor | None
+    X_a: torch.Tensor | int | None = None
+    groups: torch.Tensor | None = None
+    groups_a: torch.Tensor | None = None
+    weight: torch.Tensor | None = None
+    weight_a: torch.Tensor | None = None
+
+
+def _take(column: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
+    """The rows of an optional column (group codes, weights)."""
+    return None if column is None else column.index_select(0, rows)
+
+
+class EpochSteps:
+    """The SGD steps of one epoch over ``data`` under ``settings`` (see the module docstring)."""
+
+    def __init__(self, settings: TrainingSettings, data: TrainingData):
+        self.settings = settings
+        self.data = data
+
+    def loss(self, scores, labels, threshold_scores, groups=None, threshold_groups=None, weight=None,
+             threshold_weight=None):
+        """:func:`~quantile_surrogate.objectives.objective_loss` under the settings, with optional row weights."""
+        return objective_loss(scores, labels, objective=self.settings.objective, target=self.settings.target,
+                              threshold_scores=threshold_scores, groups=groups, threshold_groups=threshold_groups,
+                              weight=weight, threshold_weight=threshold_weight, **self.settings.loss_settings())
+
+    def full_loss(self, model) -> float:
+        """The loss on every row, the threshold from all of ``A`` (the restart selection criterion)."""
+        data = self.data
+        return training_loss(model, data.X, data.labels, objective=self.settings.objective,
+                             target=self.settings.target, groups=data.groups, sample_weight=data.weight,
+                             **self.settings.loss_settings())
+
+    def epoch(self, model, optimizer, generator):
+        """One pass over the data; returns (mean minibatch loss, last threshold(s)) as floats."""
+        if self.settings.batch_size is None or self.settings.batch_size >= self.data.n:
+            return self._full_batch_epoch(model, optimizer)
+        return self._minibatch_epoch(model, optimizer, generator)
+
+    # -- full batch -----------------------------------------------------------------------
+    @functools.cached_property
+    def fixed_labels_loss(self):
+        """The full-batch loss with the label work done once (:class:`_FixedLabelsLoss`); None with groups, weights."""
+        settings, spec = self.settings, get_objective(self.settings.objective)
+        if self.data.groups is not None or self.data.weight is not None:
+            return None
+        penalize = spec.penalized.get(settings.form, next(iter(spec.penalized.values())))
+        return _FixedLabelsLoss(self.data.labels, self.data.dtype, rate=settings.target, subset=spec.subset,
+                                penalize=penalize, **self.settings.loss_settings(with_form=False))
+
+    def _full_batch_epoch(self, model, optimizer):
+        """Gradient descent: one forward pass, the threshold from all of ``A`` (``A_b = A``)."""
+        data = self.data
+        optimizer.zero_grad()
+        scores = model(data.X).reshape(-1)
+        fixed = self.fixed_labels_loss
+        if fixed is not None:  # A_b = A: the loss takes A's rows from the labels, without a gather and its backward.
+            out = fixed(scores)
+        elif data.weight is None:
+            out = self.loss(scores, data.labels, None, data.groups, None)
+        else:
+            out = self.loss(scores, data.labels, scores[data.subset_index], data.groups, data.subset_groups,
+                            data.weight, data.subset_weight)
+        out.loss.backward()
+        optimizer.step()
+        return float(out.loss.detach()), _as_floats(out.threshold)
+
+    # -- minibatches ----------------------------------------------------------------------
+    @functools.cached_property
+    def subset_plan(self) -> SubsetPlan:
+        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.subset_size.subset_plan`)."""
+        settings, data = self.settings, self.data
+        sizes = [data.subset_index.numel()] if data.groups is None else \
+            torch.bincount(data.subset_groups).tolist()
+        return subset_plan(data.n, settings.batch_size, [size for size in sizes if size > 0], settings.target,
+                           settings.subset_batch_size, settings.subset_from_batch)
+
+    def epoch_batches(self, generator):
+        """One epoch's ``[(rows, subset_rows or None), ...]`` under :attr:`subset_plan`."""
+        plan, data = self.subset_plan, self.data
+        return epoch_batches(data.n, self.settings.batch_size, generator,
+                             subset_index=data.subset_index if plan.separate else None, subset_size=plan.size,
+                             subset_groups=data.subset_groups, per_group=plan.per_group)
+
+    def _minibatch_epoch(self, model, optimizer, generator):
+        data = self.data
+        X, labels = data.X, data.labels
+        batches = self.epoch_batches(generator)
+
+        def steps():
+            # index_select, not X[rows]: on the CPU advanced indexing copies element by element, ~20x
+            # slower than index_select's row copies at 100 float32 features (benchmarks/throughput.py).
+            for rows, subset_rows in batches:
+                rows = rows.to(X.device)
+                columns = dict(groups=_take(data.groups, rows), weight=_take(data.weight, rows))
+                if subset_rows is None:
+                    yield Batch(X.index_select(0, rows), labels.index_select(0, rows),
+                                data.in_subset.index_select(0, rows), **columns)
+                else:
+                    # One gather of both minibatches, stacked as the forward pass takes them (no torch.cat).
+                    subset_rows = subset_rows.to(X.device)
+                    stacked = X.index_select(0, torch.cat([rows, subset_rows]))
+                    yield Batch(stacked, labels.index_select(0, rows), None, subset_rows.numel(), **columns,
+                                groups_a=_take(data.groups, subset_rows), weight_a=_take(data.weight, subset_rows))
+
+        return self.run_steps(model, optimizer, steps())
+
+    def run_steps(self, model, optimizer, batches):
+        """One :meth:`step` per :class:`Batch` of ``batches``; returns (mean loss, last threshold(s)) as floats."""
+        # The mean is summed on the device in the data's dtype (no synchronisation per step); with weights in
+        # Python floats (float64), as the weighted loop summed it before it joined this one (so its curves stay).
+        weighted = self.data.weight is not None
+        total = 0.0 if weighted else torch.zeros((), dtype=self.data.dtype, device=self.data.device)
+        threshold, count = torch.full((), float("nan")), 0
+        for batch in batches:
+            loss, last = self.step(model, optimizer, batch)
+            total, count = total + (float(loss) if weighted else loss), count + 1
+            if last is not None:
+                threshold = last
+        if count == 0:
+            raise ValueError("The training data gave no batch in an epoch; pass at least one row.")
+        return float(total) / count, _as_floats(threshold)
+
+    def step(self, model, optimizer, batch: Batch):
+        """One step of Algorithm 1 on a :class:`Batch`; returns (loss, threshold or None if ``A_b`` is empty)."""
+        optimizer.zero_grad()
+        if batch.X_a is None:
+            scores = model(batch.X).reshape(-1)
+            reference = scores[batch.in_subset]
+            groups_a = None if batch.groups is None else batch.groups[batch.in_subset]
+            weight_a = None if batch.weight is None else batch.weight[batch.in_subset]
+        else:
+            # One forward pass over both minibatches (a model's batch statistics see both).
+            both = batch.X if isinstance(batch.X_a, int) else torch.cat([batch.X, batch.X_a])
+            n_batch = batch.labels.shape[0]
+            both = model(both).reshape(-1)
+            scores, reference = both[:n_batch], both[n_batch:]
+            groups_a, weight_a = batch.groups_a, batch.weight_a
+        out = self.loss(scores, batch.labels, reference, batch.groups, groups_a, batch.weight, weight_a)
+        out.loss.backward()
+        optimizer.step()
+        return out.loss.detach(), (out.threshold.detach() if reference.numel() else None)
+
+
+def _as_floats(threshold: torch.Tensor):
+    """A 0-d threshold as a float; per-group thresholds (shape (G,)) as a tuple of floats."""
+    threshold = threshold.detach().cpu()
+    return float(threshold) if threshold.ndim == 0 else tuple(float(t) for t in threshold)

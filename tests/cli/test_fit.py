@@ -1,0 +1,177 @@
+"""`quantile-surrogate fit` (cli/_fit.py) on small files, through cli.main in this process.
+
+Every bad input ends in exit status 1 (bad data) or 2 (bad option), one line on stderr without a
+traceback, and no file created, changed or left behind. Output paths: test_outputs.py.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quantile_surrogate import __version__
+from quantile_surrogate.cli import _file_io
+from quantile_surrogate.cli.model_file import load_model
+
+from tests._cli import FIT, make_frame, run
+from tests.cli.conftest import assert_refused
+
+
+def test_missing_label_column(tmp_path, csv, capsys):
+    assert_refused(tmp_path, capsys, [*FIT[:2], "target", *FIT[3:], csv, "--out", tmp_path / "m.qs"], 1,
+                   str(csv), "column 'target'", "missing")
+
+
+@pytest.mark.parametrize("content, fragments", [
+    ("x,y\n1.0,1\n2.0,1\n3.0,1\n", ["column 'y'", "1 class", "exactly two"]),
+    ("x,y\n1,a\n2,b\n3,c\n4,a\n", ["column 'y'", "3 classes"]),
+    ("x,y\n1,0\n2,\n3,1\n", ["column 'y'", "1 empty cells", "data row 2"]),
+    ("", ["the file is empty"]),
+    ("x,y\n", ["no data rows"]),
+    ("x,z,y\n1.5,a,0\n2.5,b,1\noops,a,0\n3.0,b,1\n", ["column 'x'", "data row 3", "'oops'", "--categorical x"]),
+    ("x,y\n1.5,0\n,1\n3.0,1\n", ["column 'x'", "1 empty or infinite cells", "data row 2"]),
+    ("x,y\n1.5,0\ninf,1\n3.0,1\n", ["column 'x'", "1 empty or infinite cells", "data row 2"]),
+    ("x,x,y\n1,2,0\n3,4,1\n", ["column 'x' more than once"]),
+    ("a,b,a,y\n1,2,3,0\n3,4,5,1\n", ["column 'a' more than once"]),
+    ("x,y\n1,0\n2,1,7,8\n", ["cannot be read as CSV", "Expected 2 fields"]),
+    ("x,y\n1,0\n2,1\n", ["--drop", "'nope'"]),
+])
+def test_bad_training_files(tmp_path, capsys, content, fragments):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    extra = ["--drop", "nope"] if "--drop" in fragments else []
+    assert_refused(tmp_path, capsys, ["fit", path, "--label", "y", "--target", "0.9", "--out", tmp_path / "m.qs",
+                                      *extra], 1, str(path), *fragments)
+
+
+def test_missing_file_folder_and_unreadable_parquet(tmp_path, capsys):
+    assert_refused(tmp_path, capsys, ["fit", tmp_path / "nope.csv", "--label", "y", "--target", "0.9"], 1,
+                   "nope.csv", "no such file")
+    assert_refused(tmp_path, capsys, ["fit", tmp_path, "--label", "y", "--target", "0.9"], 1, "not a regular file")
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("not parquet")
+    assert_refused(tmp_path, capsys, ["fit", bad, "--label", "y", "--target", "0.9"], 1, "bad.parquet",
+                   "cannot be read as Parquet")
+
+
+def test_parquet_with_a_list_column_or_duplicated_names(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = make_frame(40)
+    frame["tags"] = [[1, 2]] * 40
+    frame.to_parquet(tmp_path / "lists.parquet")
+    assert_refused(tmp_path, capsys, [*FIT, tmp_path / "lists.parquet", "--out", tmp_path / "m.qs"], 1,
+                   "column 'tags' holds lists or records", "list<", "--drop tags")
+    table = pa.table({"a": [1.0, 2.0], "b": [3.0, 4.0], "y": [0, 1]}).rename_columns(["a", "a", "y"])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    assert_refused(tmp_path, capsys, ["fit", tmp_path / "dup.parquet", "--label", "y", "--target", "0.9"], 1,
+                   "column 'a' more than once")
+    code, _, err = run([*FIT, tmp_path / "lists.parquet", "--drop", "id", "tags", "--out", tmp_path / "m.qs"], capsys)
+    assert code == 0, err  # dropped, the list column is fine
+
+
+def test_fit_with_too_few_rows_for_the_guarantee(tmp_path, csv, capsys):
+    assert_refused(tmp_path, capsys, [*FIT, csv, "--target", "0.99", "--delta", "0.01", "--out", tmp_path / "h.qs"],
+                   1, str(csv), "needs at least 459 held-out positive rows")
+
+
+def test_numbers_are_shown_as_the_user_wrote_them(tmp_path, capsys):
+    frame = make_frame(60).assign(y=lambda f: (f.y == "yes").astype(int))
+    frame.to_csv(tmp_path / "ints.csv", index=False)
+    assert_refused(tmp_path, capsys, [*FIT, tmp_path / "ints.csv", "--positive", "5"], 1,
+                   "has no class '5' (--positive); its classes are 0 and 1.")
+    code, _, err = run([*FIT, tmp_path / "ints.csv", "--out", tmp_path / "m.qs"], capsys)
+    assert code == 0, err
+    frame.assign(y=np.where(frame.index == 7, 2, frame.y)).to_csv(tmp_path / "test.csv", index=False)
+    argv = ["evaluate", tmp_path / "m.qs", tmp_path / "test.csv", "--out-dir", tmp_path / "r"]
+    assert_refused(tmp_path, capsys, argv, 1, "column 'y' holds 2 at data row 8; the model knows only 0 and 1.")
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--target", "1.5"], ["--target", "strictly between 0 and 1", "got '1.5'"]),
+    (["--target", "0"], ["--target", "strictly between 0 and 1"]),
+    (["--target", "1"], ["--target", "strictly between 0 and 1"]),
+    (["--target", "-0.2"], ["--target", "strictly between 0 and 1"]),
+    (["--target", "nan"], ["--target", "strictly between 0 and 1"]),
+    (["--target", "0.9", "--delta", "0"], ["--delta", "strictly between 0 and 1"]),
+    (["--target", "0.9", "--delta", "0.1", "--calibration-size", "1.5"], ["--calibration-size"]),
+    (["--target", "0.9", "--max-epochs", "0"], ["--max-epochs", "integer >= 1", "got '0'"]),
+    (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "8,0"], ["--hidden-layer-sizes"]),
+    (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "a"], ["--hidden-layer-sizes"]),
+    (["--target", "0.9", "--objective", "accuracy"], ["--objective", "invalid choice"]),
+])
+def test_bad_fit_options(tmp_path, csv, capsys, argv, fragments):
+    assert_refused(tmp_path, capsys, ["fit", csv, "--label", "y", *argv, "--out", tmp_path / "m.qs"], 2,
+                   "quantile-surrogate fit: error: argument", *fragments, "--help")
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--hidden-layer-sizes", "8"], "--hidden-layer-sizes needs --model mlp"),
+    (["--n-estimators", "8"], "--n-estimators needs --model lightgbm or xgboost"),
+    (["--model", "lightgbm", "--checkpoint", "c.ckpt"], "--checkpoint needs --model linear or mlp"),
+    (["--model", "xgboost", "--max-epochs", "3"], "--max-epochs needs --model linear or mlp"),
+])
+def test_options_for_another_model(tmp_path, csv, capsys, argv, fragment):
+    base = [a for a in FIT if a not in ("--max-epochs", "3")]
+    assert_refused(tmp_path, capsys, [*base, csv, *argv, "--out", tmp_path / "m.qs"], 1, fragment)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm"])  # xgboost's file round trip: test_model_file.py
+def test_boosted_models(tmp_path, csv, capsys, backend):
+    base = [a for a in FIT if a not in ("--max-epochs", "3")]
+    code, out, err = run([*base, csv, "--model", backend, "--n-estimators", "10", "--out", tmp_path / "b.qs"], capsys)
+    assert code == 0 and out == "", err
+    saved = load_model(tmp_path / "b.qs")
+    assert saved.model.named_steps["classifier"].backend_ == backend and saved.model_kind == backend
+    code, out, err = run(["predict", tmp_path / "b.qs", csv], capsys)
+    assert code == 0 and len(out.splitlines()) == 401, err
+
+
+def test_warnings_for_a_saved_index_and_an_identifier(tmp_path, capsys):
+    frame = make_frame(60).assign(name=lambda f: [f"user{i}" for i in range(len(f))])
+    frame.to_csv(tmp_path / "indexed.csv")  # index=True: an unnamed first column
+    code, _, err = run([*FIT, tmp_path / "indexed.csv", "--out", tmp_path / "m.qs"], capsys)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "warning" in line]
+    assert len(lines) == 2 and "Traceback" not in err
+    assert "column 'Unnamed: 0'" in lines[0] and "saved pandas index" in lines[0] and "--drop 'Unnamed: 0'" in lines[0]
+    assert "column 'name' is text with a different value in every row" in lines[1] and "--drop name" in lines[1]
+
+
+def test_fit_reports_one_hot_encoding_and_saves_everything(fitted, csv):
+    model, err = fitted
+    assert "one-hot encoding the categorical columns colour (3 values)" in err
+    assert "class 'yes'" in err and "warning" not in err
+    saved = load_model(model)
+    assert saved.version == __version__ and saved.n_rows == 400 and saved.trained_on == str(csv)
+    assert saved.schema == {"numeric": ["x1", "x2"], "categorical": ["colour"]}
+    assert saved.classes == ["no", "yes"]
+    # the training constraint holds on the training file: the threshold is its empirical quantile
+    frame = pd.read_csv(csv)
+    flagged = saved.decision_function(_file_io.features(frame, saved.schema, csv)) > 0
+    assert flagged[frame.y == "yes"].mean() >= 0.9
+
+
+def test_fit_with_a_guarantee_and_the_mlp(csv, tmp_path, capsys):
+    code, _, err = run([*FIT, csv, "--model", "mlp", "--hidden-layer-sizes", "8", "--delta", "0.1",
+                        "--out", tmp_path / "g.qs"], capsys)
+    assert code == 0, err
+    saved = load_model(tmp_path / "g.qs")
+    assert saved.model.constraint == "recall" and saved.model.n_calibration_ >= 30
+    assert saved.model.estimator_.named_steps["classifier"].hidden_layer_sizes == (8,)
+
+
+def test_checkpoint_is_passed_to_the_classifier(csv, tmp_path, capsys):
+    checkpoint = tmp_path / "fit.ckpt"
+    argv = [*FIT, csv, "--checkpoint", checkpoint, "--out", tmp_path / "a.qs"]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    assert checkpoint.is_file()
+    saved = load_model(tmp_path / "a.qs")
+    assert saved.model.named_steps["classifier"].checkpoint == str(checkpoint)
+    code, _, err = run(argv[:-1] + [tmp_path / "b.qs"], capsys)  # resumes from the finished state: same model
+    assert code == 0, err
+    np.testing.assert_array_equal(
+        load_model(tmp_path / "b.qs").decision_function(_file_io.features(pd.read_csv(csv), saved.schema, csv)),
+        saved.decision_function(_file_io.features(pd.read_csv(csv), saved.schema, csv)))
+

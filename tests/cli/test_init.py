@@ -1,0 +1,65 @@
+"""The command line's entry point (cli/__init__.py: main): options, help, warnings, Ctrl-C.
+
+Every bad input ends in exit status 1 (bad data) or 2 (bad option), one line on stderr without a
+traceback, and no file created, changed or left behind. Output paths: test_outputs.py.
+"""
+
+import pytest
+
+from quantile_surrogate import __version__, cli
+from quantile_surrogate.cli import _file_io, _fit, _predict
+
+from tests._cli import FIT, run
+from tests.cli.conftest import assert_refused
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["evaluate", "m.qs", "d.csv", "--bootstrap", "0"], ["--bootstrap", "integer >= 1", "got '0'"]),
+    (["evaluate", "m.qs", "d.csv", "--bootstrap", "-3"], ["--bootstrap", "integer >= 1"]),
+    (["reproduce", "ionosphere", "--splits", "0"], ["--splits", "integer >= 1"]),
+    (["reproduce", "ionosphere", "--folds", "1"], ["--folds", "integer >= 2"]),
+    (["reproduce", "ionosphere", "--jobs", "0"], ["--jobs", "-1 for all cores"]),
+    (["reproduce", "ionosphere", "--jobs", "-3"], ["--jobs"]),
+    (["reproduce", "nowhere"], ["invalid choice"]),
+    (["predict"], ["required"]),
+    ([], ["required: COMMAND"]),
+])
+def test_bad_options_of_every_command(tmp_path, capsys, monkeypatch, argv, fragments):
+    monkeypatch.chdir(tmp_path)
+    assert_refused(tmp_path, capsys, argv, 2, *fragments)
+
+
+def test_version_and_help_text_for_every_option(capsys):
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"quantile-surrogate {__version__}"
+    parser = cli.build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    assert set(commands) == {"fit", "predict", "evaluate", "reproduce"}
+    for name, sub in commands.items():
+        for action in sub._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help text"
+        code, out, _ = run([name, "--help"], capsys)
+        assert code == 0 and "usage: quantile-surrogate " + name in out
+
+
+def test_python_warnings_are_one_line_each(tmp_path, csv, capsys, monkeypatch):
+    import warnings
+
+    def warn_then_fail(path):
+        warnings.warn("first line\n  second line", UserWarning, stacklevel=1)
+        raise _file_io.InputError(f"{path}: stop here.")
+
+    monkeypatch.setattr(_predict, "load_model", warn_then_fail)
+    code, _, err = run(["predict", "m.qs", csv], capsys)
+    assert code == 1
+    assert err.splitlines() == ["quantile-surrogate predict: warning: first line second line",
+                                "quantile-surrogate predict: error: m.qs: stop here."]
+
+
+def test_interrupt_exits_130_with_one_line(tmp_path, csv, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_fit, "read_table", interrupted)
+    assert_refused(tmp_path, capsys, [*FIT, csv, "--out", tmp_path / "m.qs"], 130, "interrupted (Ctrl-C)")
+

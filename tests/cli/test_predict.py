@@ -1,0 +1,105 @@
+"""`quantile-surrogate predict` (cli/_predict.py, cli/_scoring.py) on small files, through cli.main.
+
+Every bad input ends in exit status 1 (bad data) or 2 (bad option), one line on stderr without a
+traceback, and no file created, changed or left behind. Output paths: test_outputs.py.
+"""
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quantile_surrogate.cli import _file_io
+from quantile_surrogate.cli.model_file import SavedModel
+
+from tests._cli import run
+from tests.cli.conftest import assert_refused
+
+
+def test_bad_model_files(tmp_path, csv, capsys):
+    junk = tmp_path / "junk.qs"
+    junk.write_bytes(b"\x80\x04 something else")
+    assert_refused(tmp_path, capsys, ["predict", junk, csv], 1, "junk.qs", "not a quantile-surrogate model file")
+    assert_refused(tmp_path, capsys, ["evaluate", csv, csv, "--out-dir", tmp_path / "r"], 1,
+                   "not a quantile-surrogate model file")
+    assert_refused(tmp_path, capsys, ["predict", tmp_path / "none.qs", csv], 1, "none.qs: no such model file")
+
+
+def test_predict_writes_one_row_per_input_row(fitted, csv, tmp_path, capsys):
+    model, _ = fitted
+    code, out, err = run(["predict", model, csv, "--keep", "id"], capsys)
+    assert code == 0, err
+    predictions = pd.read_csv(io.StringIO(out))
+    assert list(predictions.columns) == ["id", "prediction", "score"]
+    assert len(predictions) == 400 and (predictions.id == np.arange(400)).all()
+    assert ((predictions.score > 0) == (predictions.prediction == "yes")).all()
+    # unseen category and label column absent: still fine; from Parquet to a file, the same numbers
+    new = pd.read_csv(csv).drop(columns="y")
+    new.loc[0, "colour"] = "purple"
+    new.to_parquet(tmp_path / "new.parquet")
+    code, _, err = run(["predict", model, tmp_path / "new.parquet", "--out", tmp_path / "p.csv"], capsys)
+    assert code == 0, err
+    written = pd.read_csv(tmp_path / "p.csv")
+    np.testing.assert_array_equal(written.score[1:], predictions.score[1:])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_predict_in_chunks_gives_the_same_file(fitted, csv, tmp_path, capsys, monkeypatch, suffix):
+    model, _ = fitted
+    data = tmp_path / f"in{suffix}"
+    frame = pd.read_csv(csv)
+    frame.to_csv(data, index=False) if suffix == ".csv" else frame.to_parquet(data)
+    code, whole, _ = run(["predict", model, data, "--keep", "id", "y"], capsys)
+    monkeypatch.setattr(_file_io, "CHUNK_ROWS", 37)  # 11 chunks, the last one short
+    code, chunked, err = run(["predict", model, data, "--keep", "id", "y"], capsys)
+    assert code == 0, err
+    whole, chunked = pd.read_csv(io.StringIO(whole)), pd.read_csv(io.StringIO(chunked))
+    assert len(chunked) == 400 and chunked.columns.tolist() == ["id", "y", "prediction", "score"]
+    pd.testing.assert_frame_equal(chunked.drop(columns="score"), whole.drop(columns="score"))
+    # the matrix product of a chunk may round differently from the whole file's (BLAS blocking)
+    np.testing.assert_allclose(chunked.score, whole.score, rtol=1e-13, atol=1e-13)
+    # an error in a later chunk names the row in the file, not in the chunk
+    frame["x1"] = frame.x1.astype(object)
+    frame.loc[122, "x1"] = "oops"
+    frame.to_csv(tmp_path / "late.csv", index=False)
+    assert_refused(tmp_path, capsys, ["predict", model, tmp_path / "late.csv", "--out", tmp_path / "p.csv"], 1,
+                   "column 'x1'", "data row 123", "'oops'")
+
+
+def test_predict_with_missing_columns(fitted, csv, tmp_path, capsys):
+    model, _ = fitted
+    pd.read_csv(csv).drop(columns="x2").to_csv(tmp_path / "short.csv", index=False)
+    assert_refused(tmp_path, capsys, ["predict", model, tmp_path / "short.csv", "--out", tmp_path / "p.csv"], 1,
+                   "short.csv", "column 'x2'", "missing")
+    assert_refused(tmp_path, capsys, ["predict", model, csv, "--keep", "nope", "--out", tmp_path / "p.csv"], 1,
+                   "column 'nope'", "missing")
+    frame = pd.read_csv(csv)
+    frame["x1"] = [[1.0]] * len(frame)
+    frame.to_parquet(tmp_path / "lists.parquet")
+    assert_refused(tmp_path, capsys, ["predict", model, tmp_path / "lists.parquet"], 1,
+                   "column 'x1' holds lists or records")
+    (tmp_path / "header.csv").write_text("id,x1,x2,colour\n")
+    assert_refused(tmp_path, capsys, ["predict", model, tmp_path / "header.csv", "--out", tmp_path / "p.csv"], 1,
+                   "no data rows")
+
+
+def test_a_row_the_model_cannot_score_is_an_error_not_a_nan(fitted, csv, tmp_path, capsys, monkeypatch):
+    from quantile_surrogate.cli.model_file import SavedModel
+
+    model, _ = fitted
+    real = SavedModel.decision_function
+
+    def overflowing(self, X):  # what inf - inf in the first layer gives for a row of 1e308 values
+        score = real(self, X)
+        score[X.x1.to_numpy() > 3] = np.nan
+        return score
+
+    monkeypatch.setattr(SavedModel, "decision_function", overflowing)
+    frame = pd.read_csv(csv)
+    row = int(np.flatnonzero(frame.x1.to_numpy() > 3)[0]) + 1
+    assert_refused(tmp_path, capsys, ["predict", model, csv, "--out", tmp_path / "p.csv"], 1,
+                   f"data row {row} gets no score (NaN)")
+    assert_refused(tmp_path, capsys, ["evaluate", model, csv, "--out-dir", tmp_path / "r"], 1,
+                   f"data row {row} gets no score (NaN)")
+

@@ -1,0 +1,197 @@
+"""QuantileBoostingClassifier (quantile_surrogate.estimators.boosted): scikit-learn checks, the rounds it
+keeps, reproducibility, groups, its refusals, and the real-data benchmark's quick run.
+
+The objectives it boosts are tested in tests/boosting/.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
+
+from quantile_surrogate.estimators._boosting_backends import MISSING_BACKEND_MESSAGE
+from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
+
+# The maths above the adapters needs neither library; the tests that train need both (the `boost` extra).
+try:
+    import lightgbm as lgb
+    import xgboost as xgb
+except ImportError:  # pragma: no cover - CI installs the extra
+    lgb = xgb = None
+needs_backends = pytest.mark.skipif(lgb is None, reason="needs the `boost` extra (lightgbm, xgboost-cpu)")
+
+
+def _tabular(n=800, seed=0):
+    return make_classification(n, n_features=8, weights=[0.8, 0.2], flip_y=0.05, random_state=seed)
+
+
+# -- QuantileBoostingClassifier -----------------------------------------------------------------------
+# One entry per check expected to fail, with its reason; none does. The multi-class checks honour
+# tags.classifier_tags.multi_class = False and check that fit refuses more than two classes; the NaN
+# checks honour tags.input_tags.allow_nan = True (both backends route missing values). The two skips
+# pytest reports are scikit-learn's own (array API input, run only with SCIPY_ARRAY_API=1).
+EXPECTED_FAILED_CHECKS: dict[str, str] = {}
+
+SMALL = dict(n_estimators=5, n_quantile_estimators=3, validation_splits=1, random_state=0)
+
+
+@parametrize_with_checks([QuantileBoostingClassifier(**SMALL), QuantileBoostingClassifier(backend="xgboost", **SMALL)]
+                         if lgb is not None else [],
+                         expected_failed_checks=lambda estimator: EXPECTED_FAILED_CHECKS)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@needs_backends
+def test_param_validation():
+    check_param_validation("QuantileBoostingClassifier", QuantileBoostingClassifier(**SMALL))
+
+
+@needs_backends
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_without_quantile_rounds_it_is_the_log_loss_model_with_a_moved_threshold(backend):
+    X, y = _tabular()
+    clf = QuantileBoostingClassifier(backend=backend, n_estimators=12, n_quantile_estimators=0, learning_rate=0.2,
+                                     random_state=3).fit(X, y)
+    if backend == "lightgbm":
+        reference = lgb.train({"objective": "binary", "learning_rate": 0.2, "seed": 3, "verbose": -1,
+                               "deterministic": True, "force_col_wise": True}, lgb.Dataset(X, y), 12)
+        raw = reference.predict(X, raw_score=True)
+    else:
+        reference = xgb.train({"objective": "binary:logistic", "learning_rate": 0.2, "seed": 3}, xgb.DMatrix(X, y), 12)
+        raw = reference.predict(xgb.DMatrix(X), output_margin=True)
+    np.testing.assert_allclose(clf.decision_function(X) + clf.threshold_, raw, rtol=1e-6, atol=1e-6)
+    assert clf.best_iteration_ == 0 and clf.n_logloss_estimators_ == 12
+
+
+@needs_backends
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_fit_meets_the_constraint_selects_rounds_and_round_trips_through_text(backend, tmp_path):
+    X, y = _tabular(1200, seed=5)
+    clf = QuantileBoostingClassifier(target=0.9, backend=backend, n_estimators=20, random_state=0).fit(X, y)
+    assert (clf.predict(X)[y == 1] == 1).mean() >= 0.9
+    curve = clf.validation_curve_
+    best = np.flatnonzero(curve[:, 0] == curve[:, 0].max())
+    # The best mean held-out metric, ties by the held-out loss, but the log-loss start wins its ties.
+    expected = 0 if best[0] == 0 else best[np.argmin(curve[best, 1])]
+    assert clf.best_iteration_ == expected and len(curve) >= 2
+    trees = clf.n_logloss_estimators_ + clf.best_iteration_
+    raw = clf.decision_function(X) + clf.threshold_
+    if backend == "lightgbm":
+        assert clf.booster_.num_trees() == trees
+        copy = lgb.Booster(model_str=clf.booster_.model_to_string())
+        np.testing.assert_allclose(copy.predict(X, raw_score=True), raw, rtol=0, atol=1e-12)
+    else:
+        assert clf.booster_.num_boosted_rounds() == trees
+        copy = xgb.Booster()
+        copy.load_model(bytearray(clf.booster_.save_raw("json")))
+        np.testing.assert_allclose(copy.predict(xgb.DMatrix(X), output_margin=True), raw, rtol=1e-6)
+
+
+@needs_backends
+def test_without_early_stopping_every_quantile_round_is_kept():
+    X, y = _tabular()
+    clf = QuantileBoostingClassifier(n_estimators=5, n_quantile_estimators=4, early_stopping=False,
+                                     random_state=0).fit(X, y)
+    assert clf.best_iteration_ == 4 and clf.validation_curve_ is None and clf.booster_.num_trees() == 9
+
+
+@needs_backends
+@pytest.mark.parametrize("n_positive,expected", [(60, 0.3), (200, 0.15), (2000, 0.05)])
+def test_auto_bandwidth_puts_about_sixty_rows_of_a_in_the_window(n_positive, expected):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2500, 3))
+    y = np.zeros(2500, dtype=int)
+    y[rng.choice(2500, n_positive, replace=False)] = 1
+    clf = QuantileBoostingClassifier(n_estimators=3, n_quantile_estimators=1, early_stopping=False).fit(X, y)
+    assert clf.bandwidth_ == pytest.approx(expected)  # 30 / |A| clipped to [0.05, 0.3]
+    clf = QuantileBoostingClassifier(objective="precision_at_rate", target=0.05, n_estimators=3, n_quantile_estimators=1,
+                                     early_stopping=False).fit(X, y)
+    assert clf.bandwidth_ == 0.05  # A is every row
+    fixed = QuantileBoostingClassifier(bandwidth=0.1, n_estimators=3, n_quantile_estimators=1,
+                                       early_stopping=False).fit(X, y)
+    assert fixed.bandwidth_ == 0.1
+
+
+@needs_backends
+def test_without_refit_the_first_splits_model_is_kept_and_cut_at_the_selected_round():
+    X, y = _tabular(1500, seed=9)
+    params = dict(n_estimators=10, n_quantile_estimators=15, validation_splits=1, n_iter_no_change=None,
+                  random_state=0)
+    kept = QuantileBoostingClassifier(refit=False, **params).fit(X, y)
+    refitted = QuantileBoostingClassifier(refit=True, **params).fit(X, y)
+    assert kept.best_iteration_ == refitted.best_iteration_  # the same selection
+    assert len(kept.validation_curve_) == 16  # no early stop: every round recorded
+    assert kept.booster_.num_trees() == 10 + kept.best_iteration_
+    assert not np.allclose(kept.decision_function(X), refitted.decision_function(X))  # 80 % of the rows vs all
+
+
+@needs_backends
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_reproducible_with_random_state_and_pickles(backend):
+    X, y = _tabular()
+    params = dict(backend=backend, n_estimators=8, n_quantile_estimators=5, random_state=7,
+                  backend_params={"subsample": 0.7, "subsample_freq": 1} if backend == "lightgbm"
+                  else {"subsample": 0.7})
+    first = QuantileBoostingClassifier(**params).fit(X, y)
+    second = clone(first).fit(X, y)
+    np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
+    restored = pickle.loads(pickle.dumps(first))
+    np.testing.assert_array_equal(restored.decision_function(X), first.decision_function(X))
+
+
+@needs_backends
+def test_groups_get_their_own_thresholds_and_missing_values_are_allowed():
+    X, y = _tabular(1000, seed=8)
+    X[::17, 2] = np.nan
+    groups = np.where(X[:, 0] > 0, "a", "b")
+    clf = QuantileBoostingClassifier(target=0.8, n_estimators=10, random_state=0).fit(X, y, sensitive_features=groups)
+    predicted = clf.predict(X, sensitive_features=groups) == 1
+    for g in clf.groups_:
+        assert predicted[(y == 1) & (groups == g)].mean() >= 0.8
+    assert clf.threshold_.shape == (2,)
+    with pytest.raises(ValueError, match="fitted with `groups`"):
+        clf.predict(X)
+
+
+@needs_backends
+def test_reserved_backend_params_and_xgboost_min_child_samples_are_refused():
+    X, y = _tabular(200)
+    with pytest.raises(ValueError, match="backend_params.*learning_rate"):
+        QuantileBoostingClassifier(backend_params={"learning_rate": 0.5}).fit(X, y)
+    with pytest.raises(ValueError, match="min_child_weight"):
+        QuantileBoostingClassifier(backend="xgboost", min_child_samples=5).fit(X, y)
+    with pytest.raises(ValueError, match="form"):
+        QuantileBoostingClassifier(form="tp").fit(X, y)
+
+
+@pytest.mark.parametrize("backend,module", [("lightgbm", "lightgbm"), ("xgboost", "xgboost")])
+def test_missing_backend_is_one_line_naming_the_extra(backend, module, monkeypatch):
+    X, y = _tabular(200)
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'quantile-surrogate\[boost\]'") as info:
+        QuantileBoostingClassifier(backend=backend, n_estimators=2).fit(X, y)
+    assert "\n" not in str(info.value)
+    assert MISSING_BACKEND_MESSAGE.count("{") == 2
+
+
+# -- the real-data benchmark, quickly ---------------------------------------------------------------
+@needs_backends
+def test_real_data_benchmark_quick_run():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "real_data.py"
+    spec = importlib.util.spec_from_file_location("real_data", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    frame = module.run(quick=True)
+    assert set(frame.method) == set(module.METHODS)
+    assert frame["value"].between(0, 1).all()
+    table = module.summary(frame)
+    assert "| lightgbm |" in table and "precision at recall 0.9" in table

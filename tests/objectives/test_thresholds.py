@@ -1,0 +1,105 @@
+"""quantile_surrogate.objectives.thresholds: the allowed count, the exact training threshold and its tie policy."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quantile_surrogate._utils.counts import count
+from quantile_surrogate.objectives import OBJECTIVES
+from quantile_surrogate.objectives.thresholds import TiedScoresWarning, allowed_count, constraint_threshold
+
+NAMES = sorted(OBJECTIVES)
+
+
+@pytest.mark.parametrize("size,target,expected", [
+    (30, 0.1, {"precision_at_recall": 3, "precision_at_rate": 3, "recall_at_fpr": 3}),
+    (100, 0.07, {"precision_at_recall": 7, "precision_at_rate": 7, "recall_at_fpr": 7}),  # 0.07 * 100 = 7.000000000000001
+    (20, 0.07, {"precision_at_recall": 2, "precision_at_rate": 2, "recall_at_fpr": 1}),
+    (10, 0.01, {"precision_at_recall": 1, "precision_at_rate": 1, "recall_at_fpr": 0}),
+])
+def test_allowed_count_rounding(size, target, expected):
+    assert {name: allowed_count(name, size, target) for name in NAMES} == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(size=st.one_of(st.integers(0, 10_000), st.floats(0.0, 1e4)), target=st.floats(0.001, 0.999))
+def test_allowed_count_is_the_one_count_rule(size, target):
+    """A floor (recall) and a capacity (rate) round up, at least one row; an FPR rounds down, possibly to none."""
+    for name in NAMES:
+        rounding = OBJECTIVES[name].rounding
+        assert allowed_count(name, size, target) == count(target, size, rounding, at_least_one=rounding == "ceil")
+
+
+def _rows_above(scores, labels, name, theta):
+    return int(np.count_nonzero(scores[np.asarray(OBJECTIVES[name].subset_mask(labels == 1))] > theta))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(NAMES), st.integers(2, 8))
+def test_heavy_ties_never_break_the_constraint(seed, name, distinct):
+    """With only a few distinct scores: a floor is never missed and a ceiling never exceeded."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 300))
+    scores = rng.integers(0, distinct, n).astype(float)
+    labels = (rng.random(n) < 0.3).astype(int)
+    labels[:2] = [1, 0]
+    target = float(rng.choice([0.05, 0.1, 0.3, 0.5, 0.9]))
+    size = int(np.count_nonzero(OBJECTIVES[name].subset_mask(labels == 1)))
+    k = allowed_count(name, size, target)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        theta = constraint_threshold(scores, labels, objective=name, target=target)
+    above = _rows_above(scores, labels, name, theta)
+    if OBJECTIVES[name].bound == "at_least":
+        assert above >= k
+    else:
+        assert above <= k
+    # The warning is given exactly when the count asked for is impossible.
+    tied_warnings = [w for w in caught if issubclass(w.category, TiedScoresWarning)]
+    assert bool(tied_warnings) == (above != k)
+
+
+def test_capacity_is_not_exceeded_with_eight_distinct_scores():
+    # The case the issue found: rate 0.05 on eight distinct scores predicted 12.6 % of the rows.
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 8, 1000).astype(float)
+    labels = (rng.random(1000) < 0.2).astype(int)
+    with pytest.warns(TiedScoresWarning, match="at most 50"):
+        theta = constraint_threshold(scores, labels, objective="precision_at_rate", target=0.05)
+    assert np.mean(scores > theta) <= 0.05
+
+
+def test_one_binary_feature_does_not_predict_every_row():
+    scores = np.r_[np.zeros(90), np.ones(10)]
+    labels = np.r_[np.zeros(85), np.ones(15)].astype(int)
+    with pytest.warns(TiedScoresWarning):
+        theta = constraint_threshold(scores, labels, objective="precision_at_rate", target=0.05)
+    assert np.mean(scores > theta) == 0.0  # the ten tied rows exceed K = 5, so none of them is taken
+
+
+def test_distinct_scores_meet_every_count_exactly_and_silently():
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal(500)
+    labels = (rng.random(500) < 0.2).astype(int)
+    for name in NAMES:
+        for target in (0.01, 0.05, 0.3, 0.9):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", TiedScoresWarning)
+                theta = constraint_threshold(scores, labels, objective=name, target=target)
+            size = int(np.count_nonzero(OBJECTIVES[name].subset_mask(labels == 1)))
+            assert _rows_above(scores, labels, name, theta) == allowed_count(name, size, target)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_threshold_sits_between_scores_not_on_one(name):
+    scores = np.arange(40.0)
+    labels = (np.arange(40) % 4 == 0).astype(int)
+    theta = constraint_threshold(scores, labels, objective=name, target=0.3)
+    assert not np.isin(theta, scores)
+    assert math.isclose(theta % 1.0, 0.5)

@@ -1,0 +1,134 @@
+"""quantile_surrogate.quantiles.order_statistics: the point, lower-mean and interval estimators.
+
+Against float64 references (tests/_reference.py), gradients, and their properties; the cases and
+checks shared with tests/quantiles/test_smooth.py are in tests/quantiles/_cases.py.
+"""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quantile_surrogate import quantiles as Q
+
+from tests.quantiles import _cases as C
+
+NAMES = ("point", "lower_mean", "interval")
+
+# Dyadic values are exact under the shifts and scalings below, so ties stay ties.
+score_lists = st.lists(st.integers(-64, 64).map(lambda v: v / 8), min_size=1, max_size=60)
+levels = st.floats(0.0, 1.0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("n", [1, 7, 50, 333])
+@pytest.mark.parametrize("ties", [False, True])
+def test_matches_float64_reference(name, n, ties):
+    C.check_matches_float64_reference(name, n, ties)
+
+
+def test_point_quantile_k_definition_and_k_zero():
+    scores = torch.tensor([5.0, 1.0, 4.0, 2.0, 3.0])
+    # k = floor(c n): c = 0.4 -> k = 2 -> 2nd smallest.
+    assert Q.point_quantile(scores, 0.4) == 2.0
+    assert Q.point_quantile(scores, 0.59) == 2.0
+    # c < 1/n gives k = 0; documented as the minimum.
+    assert Q.point_quantile(scores, 0.1) == 1.0
+    assert Q.point_quantile(scores, 1.0) == 5.0
+    # 0.29 * 100 is 28.999999999999996 in floating point: it must still count as k = 29.
+    assert Q.point_quantile(torch.arange(1.0, 101.0), 0.29) == 29.0
+
+
+def test_point_quantile_gradient_is_one_hot():
+    scores = torch.tensor([0.3, -1.0, 2.0, 0.1, 5.0], dtype=torch.float64, requires_grad=True)
+    Q.point_quantile(scores, 0.4).backward()  # k = 2: the score 0.1
+    assert scores.grad.tolist() == [0.0, 0.0, 0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradcheck(name):
+    C.check_gradcheck(name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=60, deadline=None)
+@given(values=score_lists, level=levels, seed=st.integers(0, 2**16))
+def test_between_min_and_max_and_permutation_invariant(name, values, level, seed):
+    C.check_between_min_and_max_and_permutation_invariant(name, values, level, seed)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=60, deadline=None)
+@given(values=score_lists, a=levels, b=levels)
+def test_non_decreasing_in_level(name, values, a, b):
+    C.check_non_decreasing_in_level(name, values, a, b)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=60, deadline=None)
+@given(values=score_lists, level=levels, shift=st.integers(-40, 40).map(lambda v: v / 4),
+       scale=st.sampled_from([0.25, 0.5, 2.0, 4.0]))
+def test_shift_and_scale_equivariant(name, values, level, shift, scale):
+    C.check_shift_and_scale_equivariant(name, values, level, shift, scale)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=score_lists, level=levels)
+def test_lower_mean_is_a_lower_bound_of_point(values, level):
+    scores = torch.tensor(values, dtype=torch.float64)
+    assert float(Q.lower_mean_quantile(scores, level)) <= float(Q.point_quantile(scores, level)) + C.TOL
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=score_lists, a=levels, b=levels, c=levels, d=levels)
+def test_interval_non_decreasing_in_both_ends(values, a, b, c, d):
+    scores = torch.tensor(values, dtype=torch.float64)
+    lo1, hi1 = sorted((a, b))
+    lo2, hi2 = max(lo1, min(c, d)), max(hi1, max(c, d))
+    if lo1 == hi1 or lo2 >= hi2:
+        return
+    assert float(Q.interval_quantile(scores, lo1, hi1)) <= float(Q.interval_quantile(scores, lo2, hi2)) + C.TOL
+
+
+# --- concentration (Lemmas 1 and 2) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("estimate", [lambda s: Q.interval_quantile(s, 0.05, 0.15), lambda s: Q.point_quantile(s, 0.1)],
+                         ids=["interval", "point"])
+def test_gap_to_full_set_shrinks_like_inverse_square_root_of_sample_size(estimate):
+    C.check_gap_shrinks_like_inverse_square_root(estimate)
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("scores, level, match", C.BAD_INPUTS)
+def test_bad_input_raises_value_error_naming_the_argument(name, scores, level, match):
+    C.check_bad_input_raises_value_error_naming_the_argument(name, scores, level, match)
+
+
+def test_bad_types():
+    with pytest.raises(TypeError, match="`scores` must be a torch.Tensor"):
+        Q.point_quantile([1.0, 2.0], 0.5)
+    with pytest.raises(TypeError, match="`scores` must be a floating point tensor"):
+        Q.point_quantile(torch.tensor([1, 2]), 0.5)
+    with pytest.raises(TypeError, match="`level` must be a real number"):
+        Q.point_quantile(torch.tensor([1.0, 2.0]), "0.5")
+    with pytest.raises(ValueError, match="`low` must be smaller than `high`"):
+        Q.interval_quantile(torch.tensor([1.0, 2.0]), 0.6, 0.4)
+
+
+# --- half precision (float16, bfloat16), with and without autocast -------------------------
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_vectorised_references_match_the_loops(ties):
+    for name in NAMES:
+        C.check_vectorised_reference_matches_the_loop(name, ties)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("autocast", [False, True])
+def test_half_precision_matches_the_float64_reference_above_65504_rows(dtype, autocast):
+    C.check_half_precision_matches_the_float64_reference(NAMES, dtype, autocast)
