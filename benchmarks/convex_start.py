@@ -1,7 +1,7 @@
 """Does the paper's convex bound make a better start than logistic regression? (issue 12, point 4)
 
 With the lower-mean estimator (eq. (14)) and a linear model the precision-at-recall loss is
-convex in the weights (section 4; ``tests/test_convex_bound.py`` checks it), so its minimiser
+convex in the weights (section 4; ``tests/cross/test_convex_bound.py`` checks it), so its minimiser
 does not depend on the start. This script fits that minimiser (full-batch, from the logistic
 start, the ``quantile="lower_mean"`` loss) and then trains the default kernel loss from it,
 beside the default QuantileClassifier (which starts from logistic regression and selects by
@@ -47,7 +47,7 @@ def _convex_minimiser(X, y, recall, epochs):
     """The lower-mean loss's minimiser (convex for a linear model), reached by full-batch descent."""
     result = train(lambda: linear_scorer(X.shape[1]).double(), torch.as_tensor(X), torch.as_tensor(y),
                    objective="precision_at_recall", target=recall, quantile="lower_mean", learning_rate=0.1,
-                   weight_decay=1e-3, max_epochs=epochs, init="logistic", random_state=0)
+                   alpha=1e-3, max_epochs=epochs, init="logistic", random_state=0)
     return result.model
 
 
@@ -59,7 +59,7 @@ def run_split(name, X, y, split, recall, epochs):
     default = QuantileClassifier(target=recall, random_state=split).fit(X_tr, y_tr)
     convex = _convex_minimiser(X_tr, y_tr, recall, epochs)
     from_convex = train(convex, torch.as_tensor(X_tr), torch.as_tensor(y_tr), objective="precision_at_recall",
-                        target=recall, learning_rate=0.1, momentum=0.9, weight_decay=1e-3, max_epochs=epochs,
+                        target=recall, learning_rate=0.1, momentum=0.9, alpha=1e-3, max_epochs=epochs,
                         init="model", random_state=split)
     return {"set": name, "split": split, "default (logistic start, selected)": metric(default.decision_function(X_te)),
             "convex minimiser": metric(_scores(convex, X_te)),

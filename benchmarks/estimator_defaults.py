@@ -33,7 +33,7 @@ from sklearn.preprocessing import StandardScaler
 
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.datasets import load_cover, load_housing, load_ionosphere, make_gaussian_mixture
-from quantile_surrogate.training import objective_metric
+from quantile_surrogate.objectives import objective_metric
 
 CASES = {
     # name: (train fraction, [(objective, target), ...])

@@ -130,7 +130,7 @@ def collect_api() -> tuple[dict, dict, dict]:
     modules = {}
     for name in public_modules():
         module = importlib.import_module(name)
-        # A name listed but not defined fails tests/test_docstrings.py; here it is left out.
+        # A name listed but not defined fails tests/cross/test_docstrings.py; here it is left out.
         modules[name] = (module, [item for item in getattr(module, "__all__", []) if hasattr(module, item)])
     listings = {}  # (name, id(obj)) -> [module names listing it]
     for name, (module, public) in modules.items():

@@ -25,7 +25,8 @@ from torch.utils.data import DataLoader, Dataset
 
 from quantile_surrogate import metrics
 from quantile_surrogate.datasets import make_gaussian_mixture
-from quantile_surrogate.training import predict_scores, train
+from quantile_surrogate.objectives import predict_scores
+from quantile_surrogate.training import train
 from quantile_surrogate.training.sampling import SubsetBatchSampler
 
 CHUNK = 50_000

@@ -74,7 +74,7 @@ def softplus(z):
 
 
 # --- vectorised float64 twins, for samples too large for the loops above (N > 65504) ---------
-# Same definitions, written with NumPy; tests/test_quantiles.py checks them against the loops.
+# Same definitions, written with NumPy; tests/quantiles/ checks them against the loops.
 
 
 def point_np(scores, level):

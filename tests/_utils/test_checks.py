@@ -7,48 +7,49 @@ import pytest
 import torch
 
 from quantile_surrogate._utils import checks as V
+from tests._messages import exact, prefix
 
 
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: V.check_number("0.5", "rate"), TypeError, "`rate` must be a real number; got str"),
-        (lambda: V.check_number(True, "rate"), TypeError, "`rate` must be a real number; got bool"),
-        (lambda: V.check_level(1.5), ValueError, "`level` must be in \\[0, 1\\]; got 1.5"),
-        (lambda: V.check_level(-0.0001, "low"), ValueError, "`low` must be in"),
-        (lambda: V.check_target(0.0, "recall"), ValueError, "`recall` must be strictly between 0 and 1; got 0.0"),
-        (lambda: V.check_target(1.0, "fpr"), ValueError, "`fpr` must be strictly between 0 and 1"),
-        (lambda: V.check_target(math.nan, "rate"), ValueError, "`rate` must be strictly between 0 and 1"),
-        (lambda: V.check_targets(0.5, "recalls"), TypeError, "`recalls` must be a sequence"),
-        (lambda: V.check_targets("0.5", "recalls"), TypeError, "`recalls` must be a sequence"),
-        (lambda: V.check_targets((), "recalls"), ValueError, "`recalls` is empty"),
-        (lambda: V.check_targets((0.2, 1.0), "recalls"), ValueError, "`recalls` must be strictly between"),
-        (lambda: V.check_bandwidth(0.0), ValueError, "`bandwidth` must be a finite number > 0"),
-        (lambda: V.check_bandwidth(math.inf), ValueError, "`bandwidth` must be a finite number > 0"),
+        (lambda: V.check_number("0.5", "rate"), TypeError, exact(V.NUMBER_TYPE_MESSAGE, name="rate", type_name="str")),
+        (lambda: V.check_number(True, "rate"), TypeError, exact(V.NUMBER_TYPE_MESSAGE, name="rate", type_name="bool")),
+        (lambda: V.check_level(1.5), ValueError, exact(V.LEVEL_RANGE_MESSAGE, name="level", value=1.5)),
+        (lambda: V.check_level(-0.0001, "low"), ValueError, prefix(V.LEVEL_RANGE_MESSAGE, name="low")),
+        (lambda: V.check_target(0.0, "recall"), ValueError, exact(V.TARGET_RANGE_MESSAGE, name="recall", value=0.0)),
+        (lambda: V.check_target(1.0, "fpr"), ValueError, prefix(V.TARGET_RANGE_MESSAGE, name="fpr")),
+        (lambda: V.check_target(math.nan, "rate"), ValueError, prefix(V.TARGET_RANGE_MESSAGE, name="rate")),
+        (lambda: V.check_targets(0.5, "recalls"), TypeError, prefix(V.TARGETS_TYPE_MESSAGE, name="recalls")),
+        (lambda: V.check_targets("0.5", "recalls"), TypeError, prefix(V.TARGETS_TYPE_MESSAGE, name="recalls")),
+        (lambda: V.check_targets((), "recalls"), ValueError, exact(V.TARGETS_EMPTY_MESSAGE, name="recalls")),
+        (lambda: V.check_targets((0.2, 1.0), "recalls"), ValueError, prefix(V.TARGET_RANGE_MESSAGE, name="recalls")),
+        (lambda: V.check_bandwidth(0.0), ValueError, exact(V.BANDWIDTH_MESSAGE, value=0.0)),
+        (lambda: V.check_bandwidth(math.inf), ValueError, exact(V.BANDWIDTH_MESSAGE, value=math.inf)),
         (lambda: V.check_option("exp", ("logistic", "hinge"), "surrogate"), ValueError,
-         "`surrogate` must be one of \\['hinge', 'logistic'\\]; got 'exp'"),
+         exact(V.OPTION_MESSAGE, name="surrogate", options=["hinge", "logistic"], value="exp")),
         (lambda: V.check_option(None, ("logistic", "hinge"), "surrogate"), TypeError,
-         "`surrogate` must be a string, one of"),
-        (lambda: V.check_reduction("avg"), ValueError, "`reduction` must be one of 'mean', 'sum', 'none'"),
-        (lambda: V.check_reduction(1), TypeError, "`reduction` must be a string"),
-        (lambda: V.check_bool(1, "return_threshold"), TypeError, "`return_threshold` must be True or False"),
-        (lambda: V.check_scores([1.0], "scores"), TypeError, "`scores` must be a torch.Tensor; got list"),
-        (lambda: V.check_scores(torch.tensor([1, 2])), TypeError, "`scores` must be a floating point tensor"),
-        (lambda: V.check_scores(torch.ones(2, 2)), ValueError, "`scores` must be 1-D"),
-        (lambda: V.check_scores(torch.ones(0), "threshold_scores"), ValueError, "`threshold_scores` is empty"),
-        (lambda: V.check_labels(np.array([0, 1]), 2), TypeError, "`labels` must be a torch.Tensor; got ndarray"),
-        (lambda: V.check_labels([0, 1], 2), TypeError, "`labels` must be a torch.Tensor; got list"),
-        (lambda: V.check_labels(torch.tensor([0, 1, 1]), 2), ValueError, "`labels` has 3 entries but `scores` has 2"),
-        (lambda: V.check_labels(torch.tensor([[0, 1]]), 2), ValueError, "`labels` must be 1-D"),
-        (lambda: V.check_labels(torch.tensor([0, 2]), 2), ValueError, "`labels` must be binary"),
-        (lambda: V.check_labels(torch.tensor([-1, 1]), 2), ValueError, "`labels` must be binary"),
-        (lambda: V.check_labels(torch.tensor([0.0, 0.5]), 2), ValueError, "`labels` must be binary"),
-        (lambda: V.check_labels(torch.tensor([0.0, math.nan]), 2), ValueError, "`labels` must be binary"),
-        (lambda: V.check_mask(torch.tensor([0, 1]), 2, "subset"), TypeError, "`subset` must be a bool tensor"),
-        (lambda: V.check_mask(torch.tensor([True]), 2, "subset"), ValueError, "`subset` has 1 entries"),
-        (lambda: V.check_groups(torch.zeros(2), 2), TypeError, "`groups` must be an integer tensor"),
-        (lambda: V.check_groups(torch.tensor([0, -1]), 2), ValueError, "`groups` must hold codes >= 0"),
-        (lambda: V.check_groups(torch.tensor([0]), 2, "threshold_groups"), ValueError, "`threshold_groups` has shape"),
+         prefix(V.OPTION_TYPE_MESSAGE, name="surrogate")),
+        (lambda: V.check_reduction("avg"), ValueError, exact(V.REDUCTION_MESSAGE, value="avg")),
+        (lambda: V.check_reduction(1), TypeError, prefix(V.OPTION_TYPE_MESSAGE, name="reduction")),
+        (lambda: V.check_bool(1, "return_threshold"), TypeError, exact(V.BOOL_MESSAGE, name="return_threshold", type_name="int", value=1)),
+        (lambda: V.check_scores([1.0], "scores"), TypeError, exact(V.NOT_TENSOR_MESSAGE, name="scores", type_name="list")),
+        (lambda: V.check_scores(torch.tensor([1, 2])), TypeError, exact(V.NOT_FLOAT_MESSAGE, name="scores", dtype=torch.int64)),
+        (lambda: V.check_scores(torch.ones(2, 2)), ValueError, exact(V.NOT_1D_MESSAGE, name="scores", shape=(2, 2))),
+        (lambda: V.check_scores(torch.ones(0), "threshold_scores"), ValueError, exact(V.EMPTY_MESSAGE, name="threshold_scores")),
+        (lambda: V.check_labels(np.array([0, 1]), 2), TypeError, exact(V.NOT_TENSOR_MESSAGE, name="labels", type_name="ndarray")),
+        (lambda: V.check_labels([0, 1], 2), TypeError, exact(V.NOT_TENSOR_MESSAGE, name="labels", type_name="list")),
+        (lambda: V.check_labels(torch.tensor([0, 1, 1]), 2), ValueError, exact(V.LENGTH_MISMATCH_MESSAGE, name="labels", got=3, expected=2)),
+        (lambda: V.check_labels(torch.tensor([[0, 1]]), 2), ValueError, prefix(V.NOT_1D_MESSAGE, name="labels")),
+        (lambda: V.check_labels(torch.tensor([0, 2]), 2), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (lambda: V.check_labels(torch.tensor([-1, 1]), 2), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (lambda: V.check_labels(torch.tensor([0.0, 0.5]), 2), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (lambda: V.check_labels(torch.tensor([0.0, math.nan]), 2), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (lambda: V.check_mask(torch.tensor([0, 1]), 2, "subset"), TypeError, exact(V.MASK_DTYPE_MESSAGE, name="subset", dtype=torch.int64)),
+        (lambda: V.check_mask(torch.tensor([True]), 2, "subset"), ValueError, exact(V.LENGTH_MISMATCH_MESSAGE, name="subset", got=1, expected=2)),
+        (lambda: V.check_groups(torch.zeros(2), 2), TypeError, exact(V.GROUPS_TYPE_MESSAGE, name="groups")),
+        (lambda: V.check_groups(torch.tensor([0, -1]), 2), ValueError, prefix(V.GROUPS_NEGATIVE_MESSAGE, name="groups")),
+        (lambda: V.check_groups(torch.tensor([0]), 2, "threshold_groups"), ValueError, prefix(V.GROUPS_SHAPE_MESSAGE, name="threshold_groups")),
     ],
 )
 def test_each_check_raises_the_right_error_naming_the_argument(call, error, match):
@@ -77,7 +78,7 @@ def test_all_finite_detects_every_non_finite_value(dtype):
     both = values.clone()
     both[3], both[4] = math.inf, -math.inf  # their sum is NaN, still caught
     assert not V.all_finite(both)
-    with pytest.raises(ValueError, match="`scores` contains NaN or inf \\(1 of 1000 values\\)"):
+    with pytest.raises(ValueError, match=exact(V.NONFINITE_MESSAGE, name="scores", count=1, total=1000)):
         V.check_scores(broken)
 
 
@@ -93,18 +94,18 @@ def test_all_finite_is_not_fooled_by_an_overflowing_sum():
 @pytest.mark.parametrize(
     "scores, labels, error, match",
     [
-        (torch.tensor([0.5, math.nan]), torch.tensor([0, 1]), ValueError, "`scores` contains NaN or inf \\(1 of 2"),
-        (torch.tensor([0.5, 1.0]), torch.tensor([0, 2]), ValueError, "`labels` must be binary"),
+        (torch.tensor([0.5, math.nan]), torch.tensor([0, 1]), ValueError, exact(V.NONFINITE_MESSAGE, name="scores", count=1, total=2)),
+        (torch.tensor([0.5, 1.0]), torch.tensor([0, 2]), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
         # integer labels are checked on their float cast: no integer outside {0, 1} casts into it
-        (torch.tensor([0.5, 1.0]), torch.tensor([0, -1]), ValueError, "`labels` must be binary"),
-        (torch.tensor([0.5, 1.0]), torch.tensor([0, 2**62 + 1]), ValueError, "`labels` must be binary"),
-        (torch.tensor([0.5, 1.0], dtype=torch.float16), torch.tensor([0, 70_000]), ValueError, "must be binary"),
+        (torch.tensor([0.5, 1.0]), torch.tensor([0, -1]), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (torch.tensor([0.5, 1.0]), torch.tensor([0, 2**62 + 1]), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (torch.tensor([0.5, 1.0], dtype=torch.float16), torch.tensor([0, 70_000]), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
         (torch.tensor([0.5, 1.0], dtype=torch.float64), torch.tensor([1.0, 1.0 + 1e-12], dtype=torch.float64),
-         ValueError, "`labels` must be binary"),
-        (torch.tensor([0.5, 1.0]), torch.tensor([0.0, 0.5]), ValueError, "`labels` must be binary"),
-        (torch.tensor([0.5, 1.0]), [0, 1], TypeError, "`labels` must be a torch.Tensor"),
-        (torch.tensor([0.5, 1.0]), torch.tensor([0, 1, 1]), ValueError, "`labels` has 3 entries"),
-        ([0.5, 1.0], torch.tensor([0, 1]), TypeError, "`scores` must be a torch.Tensor"),
+         ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (torch.tensor([0.5, 1.0]), torch.tensor([0.0, 0.5]), ValueError, prefix(V.NOT_BINARY_MESSAGE, name="labels")),
+        (torch.tensor([0.5, 1.0]), [0, 1], TypeError, exact(V.NOT_TENSOR_MESSAGE, name="labels", type_name="list")),
+        (torch.tensor([0.5, 1.0]), torch.tensor([0, 1, 1]), ValueError, exact(V.LENGTH_MISMATCH_MESSAGE, name="labels", got=3, expected=2)),
+        ([0.5, 1.0], torch.tensor([0, 1]), TypeError, exact(V.NOT_TENSOR_MESSAGE, name="scores", type_name="list")),
     ],
 )
 def test_the_fused_check_raises_what_the_separate_checks_raise(scores, labels, error, match):

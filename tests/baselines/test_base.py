@@ -277,7 +277,7 @@ def test_eban_beats_thresholded_logistic_at_recall(mixture):
 AATP_WEIGHT_EQUIVALENCE = (
     "A row repeated is several candidate points (n_candidates counts rows), and liblinear's coordinate order "
     "depends on the rows, so weights 2 and a duplicated row give other candidates and solutions; "
-    "tests/test_baseline_weights.py checks what the weights do promise (zero weight = dropping the row)."
+    "tests/cross/test_baseline_weights.py checks what the weights do promise (zero weight = dropping the row)."
 )
 
 

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from quantile_surrogate.cli import _file_io
-from quantile_surrogate.cli.model_file import SavedModel
 
 from tests._cli import run
 from tests.cli.conftest import assert_refused

@@ -1,6 +1,6 @@
 """``sample_weight`` in the baselines: frequency weights where the solver takes them, a clear refusal where not.
 
-LogisticRegressionBaseline's weights are tested in tests/test_weights.py. Here: Eban's Lagrangian on
+LogisticRegressionBaseline's weights are tested in tests/cross/test_weights.py. Here: Eban's Lagrangian on
 integer weights must be the Lagrangian of the rows repeated (exactly: full-batch and deterministic);
 AATP's zero weight must be dropping the row (its candidates count rows, so a repeated row is not a
 weight there) and its rates must be weighted; Kar's fit must refuse weights by name.

@@ -1,6 +1,6 @@
 """The losses, estimators and training on a CUDA device, against the CPU's float64 reference.
 
-Skipped without a GPU (CI has none); run on a GPU machine with ``pytest tests/test_cuda.py``.
+Skipped without a GPU (CI has none); run on a GPU machine with ``pytest tests/cross/test_cuda.py``.
 On CUDA the kernel estimators take the torch path (the NumPy window is for CPU tensors), the
 thresholds are computed on the device, and autocast is CUDA's: each test compares with the
 same computation in float64 on the CPU.
@@ -14,7 +14,7 @@ from quantile_surrogate import QuantileClassifier, SubsetBatchSampler, train
 from quantile_surrogate import losses as L
 from quantile_surrogate.metrics import precision_at_recall
 
-from tests.quantiles.test_estimators import VECTOR_REFERENCES
+from tests.quantiles._cases import VECTOR_REFERENCES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

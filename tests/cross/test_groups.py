@@ -18,7 +18,8 @@ from quantile_surrogate.estimators._groups import (
     GROUPS_UNSEEN_MESSAGE,
 )
 from quantile_surrogate.losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
-from quantile_surrogate.training import objective_loss, objective_metric, predict_scores, train, training_loss
+from quantile_surrogate.objectives import objective_loss, objective_metric, predict_scores, training_loss
+from quantile_surrogate.training import train
 
 torch.set_num_threads(1)
 

@@ -308,7 +308,7 @@ def test_logistic_baseline_weights_and_the_other_baselines_have_no_sample_weight
     b = LogisticRegressionBaseline(target=0.1, tol=1e-10).fit(X[r], y[r])
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-5)
     assert a.threshold_ == pytest.approx(b.threshold_, abs=1e-5)
-    # AATP's and Eban's solvers take row weights (tests/test_baselines.py checks them); Kar's surrogate has
+    # AATP's and Eban's solvers take row weights (tests/baselines/test_base.py checks them); Kar's surrogate has
     # none: no `sample_weight` in fit, so a call with weights is a TypeError naming the alternatives, and
     # metadata routing refuses to request it, rather than a silently unweighted model.
     for cls in (aatp.AccuracyAtTheTop, eban.LagrangianBaseline):

@@ -18,7 +18,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
-from quantile_surrogate.selection._cross_fit import select_by_family
+from quantile_surrogate.selection._family_rule import select_by_family
+from quantile_surrogate.selection._splits import k_folds
 from quantile_surrogate.objectives import objective_metric, predict_scores
 from quantile_surrogate.training import train
 from quantile_surrogate.training.models import build_scorer
@@ -382,5 +383,5 @@ def test_a_group_splitter_gets_fits_groups_never_the_sensitive_features():
     clf.fit(X, y, sensitive_features=sex, groups=sessions)
     assert len(seen) == 1 and np.array_equal(seen[0], sessions)
     assert clf.groups_.tolist() == ["f", "m"]
-    for train, held in clf._folds(X, y, None, sessions, 0):
+    for train, held in k_folds(y, None, clf.cv, 0, X=X, groups=sessions):
         assert not set(sessions[train]) & set(sessions[held])  # a session never straddles

@@ -70,7 +70,7 @@ def small_protocol():
 
 @pytest.mark.parametrize("select", ["cv", "paper"])
 def test_runner_on_ionosphere(select):
-    results = run_precision_at_k(small_protocol(), n_splits=2, select=select, folds=2, n_jobs=1, progress=False)
+    results = run_precision_at_k(small_protocol(), n_splits=2, select=select, folds=2, n_jobs=1, verbose=False)
     assert set(results.method) == {"LR", "AATP", "Kar", "Q1", "Q3"}
     assert results.test.between(0, 1).all()
     per_split = results.groupby(["tau", "method", "split"]).size()

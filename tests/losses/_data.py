@@ -1,26 +1,8 @@
-"""Small batches shared by the loss tests, and the message matcher (the fairlearn pattern)."""
-
-import re
-import string
+"""Small batches shared by the loss tests; the message matchers (the fairlearn pattern) are tests/_messages.py."""
 
 import torch
 
-
-def exact(message: str, *positional, **fields) -> str:
-    """A ``match=`` pattern for a message constant with its fields filled in."""
-    return re.escape(message.format(*positional, **fields))
-
-
-def prefix(message: str, **fields) -> str:
-    """A ``match=`` pattern for a message constant up to its first field not in ``fields``."""
-    head = ""
-    for literal, field, spec, conversion in string.Formatter().parse(message):
-        head += literal
-        if field is None or field not in fields:
-            break
-        value = fields[field]
-        head += format(repr(value) if conversion == "r" else value, spec)
-    return re.escape(head)
+from tests._messages import exact, prefix  # noqa: F401 (re-exported for the loss tests)
 
 
 def small_example():

@@ -32,7 +32,7 @@ def explicit_metrics(p, s, objective, target):
 def test_bootstrap_metrics_on_a_known_case():
     positive = np.array([True] * 50 + [False] * 150)
     score = np.where(positive, 1.0, -1.0)  # separable: precision = recall = 1 in every resample
-    table, used = bootstrap_metrics(positive, score, "precision_at_recall", 0.9, n_resamples=50, seed=0)
+    table, used = bootstrap_metrics(positive, score, "precision_at_recall", 0.9, n_resamples=50, random_state=0)
     assert used == 50
     values = {name.split(" at ")[0]: (v, lo, hi) for name, v, lo, hi in table}
     assert values["precision"] == (1.0, 1.0, 1.0) and values["recall"] == (1.0, 1.0, 1.0)
@@ -40,9 +40,9 @@ def test_bootstrap_metrics_on_a_known_case():
     assert rate[0] == 0.25 and rate[1] < 0.25 < rate[2]
     # the rate's bootstrap interval is close to the normal one, 0.25 +- 1.96 sqrt(0.25 * 0.75 / 200)
     half = 1.96 * np.sqrt(0.25 * 0.75 / 200)
-    table, _ = bootstrap_metrics(positive, score, "precision_at_recall", 0.9, n_resamples=2000, seed=1)
+    table, _ = bootstrap_metrics(positive, score, "precision_at_recall", 0.9, n_resamples=2000, random_state=1)
     assert abs(table[2][2] - (0.25 - half)) < 0.015 and abs(table[2][3] - (0.25 + half)) < 0.015
-    again, _ = bootstrap_metrics(positive, score, "precision_at_recall", 0.9, n_resamples=2000, seed=1)
+    again, _ = bootstrap_metrics(positive, score, "precision_at_recall", 0.9, n_resamples=2000, random_state=1)
     assert again == table
 
 
@@ -106,7 +106,7 @@ def test_intervals_equal_brute_force_percentiles(objective, target):
     n, B = 12, 300  # tiny: many resamples have one class (skipped) or no flagged row (no precision)
     positive = np.arange(n) < 4
     score = np.round(rng.normal(size=n) + positive, 1)
-    table, used = bootstrap_metrics(positive, score, objective, target, n_resamples=B, seed=5)
+    table, used = bootstrap_metrics(positive, score, objective, target, n_resamples=B, random_state=5)
     draws = np.random.default_rng(5).integers(0, n, size=(B, n))
     values = []
     for rows in draws:
@@ -127,7 +127,7 @@ def test_resamples_with_one_class_are_skipped(positive):
     """About a third of resamples of 3 rows have one class only (all positive or all negative): none is used."""
     positive = np.array(positive)
     _, used = bootstrap_metrics(positive, np.array([1.0, -0.5, 0.3]), "precision_at_recall", 0.5, n_resamples=400,
-                                seed=4)
+                                random_state=4)
     draws = np.random.default_rng(4).integers(0, 3, size=(400, 3))
     both = sum(bool(positive[rows].any() and not positive[rows].all()) for rows in draws)
     assert used == both < 300
@@ -169,7 +169,7 @@ def test_chunked_draws_give_the_same_numbers(monkeypatch):
     rng = np.random.default_rng(2)
     positive = rng.random(50) < 0.4
     score = rng.normal(size=50) + positive
-    whole = bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, seed=3)
+    whole = bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, random_state=3)
     monkeypatch.setattr(bootstrap, "MAX_CELLS", 50 * 7)  # chunks of 7 resamples: the draws are one stream
-    assert bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, seed=3) == whole
+    assert bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, random_state=3) == whole
 

@@ -38,3 +38,14 @@ def test_grouped_metric_is_nan_with_a_warning_when_undefined():
     with pytest.warns(UndefinedMetricWarning, match="recall"):
         value = objective_metric(y, s, objective="recall_at_fpr", target=0.3, groups=groups)
     assert math.isnan(value)
+
+
+def test_objective_loss_matches_the_named_losses():
+    generator = torch.Generator().manual_seed(0)
+    y = (torch.rand(200, generator=generator) < 0.3).long()
+    scores = torch.randn(200, generator=generator, dtype=torch.float64) + y
+    out = objective_loss(scores, y, objective="recall_at_fpr", target=0.1, threshold_scores=scores[y == 0],
+                         quantile="point")
+    from quantile_surrogate.losses import recall_at_fpr_loss
+
+    assert torch.equal(out.loss, recall_at_fpr_loss(scores, y, fpr=0.1, quantile="point"))

@@ -103,3 +103,31 @@ def test_threshold_sits_between_scores_not_on_one(name):
     theta = constraint_threshold(scores, labels, objective=name, target=0.3)
     assert not np.isin(theta, scores)
     assert math.isclose(theta % 1.0, 0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=4, max_size=30), st.integers(0, 2**31 - 1),
+       st.sampled_from(["precision_at_recall", "precision_at_rate", "recall_at_fpr"]),
+       st.floats(0.05, 0.95))
+def test_constraint_threshold_is_the_tightest_one_that_holds(values, seed, objective, target):
+    scores = np.array(values, dtype=float)  # small integers: many ties
+    labels = np.random.default_rng(seed).integers(0, 2, scores.size)
+    labels[:2] = [0, 1]
+    spec = OBJECTIVES[objective]
+    subset = np.asarray(spec.subset_mask(labels == 1))
+    k = allowed_count(objective, int(subset.sum()), target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TiedScoresWarning)  # ties may make exactly k impossible
+        theta = constraint_threshold(scores, labels, objective=objective, target=target)
+    predicted = scores > theta
+    if spec.bound == "at_most":  # a ceiling: never more than k rows of A
+        assert predicted[subset].sum() <= k
+        # Lowering theta to the next score below would let in more than k rows of A.
+        below = scores[scores <= theta]
+        if below.size:
+            assert (scores[subset] >= below.max()).sum() > k
+    else:  # a floor: never fewer than k rows of A
+        assert predicted[subset].sum() >= k
+        # Raising theta to the lowest predicted score would break the constraint.
+        assert (scores[subset] > scores[predicted].min()).sum() < k
+    assert not np.isin(theta, scores)  # strictly between scores: rounding cannot flip a row

@@ -9,13 +9,23 @@ far from it (training must be kept), on both the K-fold and the validation-split
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.datasets import make_gaussian_mixture
-from quantile_surrogate.selection._start_rule import metric_noise, metric_noises, select_over_start
+from quantile_surrogate.selection._start_rule import (
+    clears_bar,
+    keep_start_unless_gain,
+    metric_noise,
+    metric_noises,
+    select_over_start,
+    select_rounds,
+)
 from quantile_surrogate.metrics import precision_at_recall
 
 torch.set_num_threads(1)
@@ -254,3 +264,32 @@ def test_validation_split_scores_its_rows_with_their_weights():
                                 target=0.1, sample_weight=w[val_rows])
     assert clf.validation_curve_[0] == pytest.approx(expected, abs=1e-12)
     assert clf.validation_curve_[0] != plain.validation_curve_[0]  # the weights matter here
+
+
+# -- the core and its one-fold and boosting variants ------------------------------------------------
+VALUES = st.one_of(st.floats(0, 1), st.just(-np.inf), st.just(np.nan))
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(chosen=VALUES, start=VALUES, noise=st.one_of(st.floats(0, 0.5), st.just(np.nan)), z=st.floats(0.1, 3))
+def test_the_one_fold_variant_is_the_validation_splits_old_test(chosen, start, noise, z):
+    with np.errstate(invalid="ignore"):
+        expected = not chosen - start > z * noise  # QuantileClassifier's test before the one core
+    assert keep_start_unless_gain(chosen, start, noise, z)["start_kept"] == expected
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(metric=st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, -np.inf]), min_size=1, max_size=8),
+       seed=st.integers(0, 100))
+def test_the_rounds_variant_is_boostings_old_rule(metric, seed):
+    metric = np.array(metric)
+    loss = np.random.default_rng(seed).random(len(metric))
+    best = np.flatnonzero(metric == metric.max())
+    expected = 0 if metric[0] == metric[best[0]] else int(best[np.nanargmin(loss[best])])
+    assert select_rounds(metric, loss) == expected
+
+
+def test_the_core_needs_a_positive_gain_above_the_bar():
+    assert clears_bar(0.1, 0.05) and not clears_bar(0.05, 0.05) and not clears_bar(np.nan, 0.0)
+    assert not clears_bar(0.0, -1.0)  # never a zero or negative gain
+    assert clears_bar(np.array([0.2, 0.01]), np.array([0.1, 0.1])).tolist() == [True, False]

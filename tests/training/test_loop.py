@@ -1,7 +1,6 @@
 """The restart loop (quantile_surrogate.training._loop): restarts, starts, early stopping, validation,
 eval-mode scoring, the progress bar and the one divergence error."""
 
-import pickle
 import re
 
 import numpy as np
@@ -9,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-import quantile_surrogate
 from quantile_surrogate._utils.errors import DIVERGED_MESSAGE, TrainingDivergedError
 from quantile_surrogate.metrics import precision_at_recall
-from quantile_surrogate.training import objective_loss, predict_scores, train, training_loss
+from quantile_surrogate.objectives import objective_loss, predict_scores, training_loss
+from quantile_surrogate.training import train
 from quantile_surrogate.training.models import fit_logistic, mlp_scorer
 from tests.training._helpers import blobs, linear, params
 
@@ -228,25 +227,10 @@ def test_divergence_raises_the_one_error_naming_the_epoch_and_a_smaller_learning
                                                  remedy="standardise the features")
 
 
-def test_the_divergence_error_is_one_class_that_pickles_with_its_fields():
-    # One class wherever it is imported from; a FloatingPointError; rebuilt from its fields when unpickled
-    # (a joblib worker's error is pickled to the parent process).
-    assert quantile_surrogate.TrainingDivergedError is quantile_surrogate.training.TrainingDivergedError \
-        is TrainingDivergedError
-    error = TrainingDivergedError("the scores", "after training", learning_rate=0.5, remedy="try again")
-    assert isinstance(error, FloatingPointError)
-    assert str(error) == ("Training diverged: the scores became NaN or inf after training (learning_rate=0.5). "
-                          "Use a smaller learning_rate, e.g. 0.05, or try again.")
-    copy = pickle.loads(pickle.dumps(error))
-    assert type(copy) is TrainingDivergedError and str(copy) == str(error)
-    assert (copy.what, copy.where, copy.learning_rate, copy.remedy) == ("the scores", "after training", 0.5,
-                                                                         "try again")
-    assert str(TrainingDivergedError("x", "here")) == "Training diverged: x became NaN or inf here. Use a smaller " \
-        "learning_rate, or standardise the features."
 
 
 def test_progress_bar_shows_loss_and_threshold(capsys):
     X, y = blobs()
-    train(linear(), X, y, max_epochs=3, progress=True, random_state=0)
+    train(linear(), X, y, max_epochs=3, verbose=True, random_state=0)
     err = capsys.readouterr().err
     assert "restart 1/1" in err and "loss=" in err and "threshold=" in err

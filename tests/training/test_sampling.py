@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from quantile_surrogate.training import objective_loss, subset_mask, train
+from quantile_surrogate.objectives import objective_loss, subset_mask
+from quantile_surrogate.training import train
 from quantile_surrogate.training.sampling import (
     MIN_GROUP_SUBSET_ROWS,
     SubsetBatchSampler,

@@ -8,7 +8,8 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from quantile_surrogate.metrics import precision_at_recall
-from quantile_surrogate.training import train, training_loss
+from quantile_surrogate.objectives import training_loss
+from quantile_surrogate.training import train
 from quantile_surrogate._utils.seeding import restart_seeds
 from quantile_surrogate.training.sampling import SubsetBatchSampler, epoch_batches
 from tests.training._helpers import blobs, linear, params

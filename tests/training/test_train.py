@@ -3,18 +3,11 @@
 The loop it runs is tested in test_loop.py, one epoch's steps in test_steps.py.
 """
 
-import warnings
-
-import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import quantile_surrogate._utils.checks as validation_module
-from quantile_surrogate.objectives import OBJECTIVES
-from quantile_surrogate.objectives.thresholds import TiedScoresWarning, allowed_count, constraint_threshold
-from quantile_surrogate.training import objective_loss, train
+from quantile_surrogate.training import train
 from tests.training._helpers import blobs, linear
 
 torch.set_num_threads(1)
@@ -23,7 +16,7 @@ torch.set_num_threads(1)
 @pytest.mark.parametrize("kwargs,name", [
     (dict(objective="nope"), "objective"), (dict(target=1.0), "target"), (dict(target=0.0), "target"),
     (dict(form="xx"), "form"), (dict(learning_rate=0.0), "learning_rate"), (dict(momentum=1.0), "momentum"),
-    (dict(weight_decay=-1.0), "weight_decay"), (dict(batch_size=0), "batch_size"), (dict(max_epochs=-1), "max_epochs"),
+    (dict(alpha=-1.0), "alpha"), (dict(batch_size=0), "batch_size"), (dict(max_epochs=-1), "max_epochs"),
     (dict(n_restarts=0), "n_restarts"), (dict(init="zeros"), "init"), (dict(bandwidth=0.0), "bandwidth"),
     (dict(surrogate="square"), "surrogate"), (dict(quantile="median"), "quantile"),
     (dict(select="validation"), "validation"),
@@ -78,40 +71,3 @@ def test_finite_check_runs_in_chunks_and_still_finds_nan(monkeypatch):
     X[45, 1] = 0.0
     train(lambda: torch.nn.Linear(2, 1), X, y, max_epochs=1)
 
-
-# -- objectives re-exported by training (they belong with tests/objectives/) ------------------
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 6), min_size=4, max_size=30), st.integers(0, 2**31 - 1),
-       st.sampled_from(["precision_at_recall", "precision_at_rate", "recall_at_fpr"]),
-       st.floats(0.05, 0.95))
-def test_constraint_threshold_is_the_tightest_one_that_holds(values, seed, objective, target):
-    scores = np.array(values, dtype=float)  # small integers: many ties
-    labels = np.random.default_rng(seed).integers(0, 2, scores.size)
-    labels[:2] = [0, 1]
-    spec = OBJECTIVES[objective]
-    subset = np.asarray(spec.subset_mask(labels == 1))
-    k = allowed_count(objective, int(subset.sum()), target)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TiedScoresWarning)  # ties may make exactly k impossible
-        theta = constraint_threshold(scores, labels, objective=objective, target=target)
-    predicted = scores > theta
-    if spec.bound == "at_most":  # a ceiling: never more than k rows of A
-        assert predicted[subset].sum() <= k
-        # Lowering theta to the next score below would let in more than k rows of A.
-        below = scores[scores <= theta]
-        if below.size:
-            assert (scores[subset] >= below.max()).sum() > k
-    else:  # a floor: never fewer than k rows of A
-        assert predicted[subset].sum() >= k
-        # Raising theta to the lowest predicted score would break the constraint.
-        assert (scores[subset] > scores[predicted].min()).sum() < k
-    assert not np.isin(theta, scores)  # strictly between scores: rounding cannot flip a row
-
-def test_objective_loss_matches_the_named_losses():
-    X, y = blobs()
-    scores = X[:, 0]
-    out = objective_loss(scores, y, objective="recall_at_fpr", target=0.1, threshold_scores=scores[y == 0],
-                         quantile="point")
-    from quantile_surrogate.losses import recall_at_fpr_loss
-
-    assert torch.equal(out.loss, recall_at_fpr_loss(scores, y, fpr=0.1, quantile="point"))

@@ -20,10 +20,8 @@ The positive class is ``classes_[1]``, the larger label in sorted order (1 for {
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from .._utils.checks import check_sample_weight
 from ..estimators._threshold import TARGET_CONSTRAINT, ThresholdedClassifier

@@ -56,7 +56,7 @@ def _group_rows(saved: SavedModel, positive, score, groups, args):
         mask = groups == group
         if mask.any():
             table, used = bootstrap_metrics(positive[mask], score[mask], saved.objective, saved.target,
-                                            n_resamples=args.bootstrap, seed=args.seed)
+                                            n_resamples=args.bootstrap, random_state=args.seed)
             rows.append((group, int(mask.sum()), int(positive[mask].sum()), table, used))
     return rows
 
@@ -75,7 +75,7 @@ def run_evaluate(args) -> int:
     saved = load_model(args.model_file)
     positive, score, groups = _labelled_scores(saved, args.data)
     table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
-                                    seed=args.seed)
+                                    random_state=args.seed)
     out_dir, stem = Path(args.out_dir), Path(args.data).stem
     report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
     extra = [] if groups is None else group_lines(saved.groups, _group_rows(saved, positive, score, groups, args))

@@ -12,7 +12,6 @@ import numpy as np
 
 __all__ = [
     "encode_groups",
-    "split_strata",
     "group_codes",
     "GROUPS_MISSING_MESSAGE",
     "GROUPS_UNEXPECTED_MESSAGE",
@@ -40,16 +39,6 @@ GROUP_WITHOUT_SUBSET_MESSAGE = (
 GROUPS_SHAPE_MESSAGE = (
     "`groups` has shape {shape}; pass one group label per row of X ({n}), e.g. a 1-D array or a pandas Series."
 )
-
-
-def split_strata(classes, codes=None) -> np.ndarray:
-    """Stratum codes for a stratified split: the class, or the (class, group) cell with group codes.
-
-    ``classes`` are integer class codes 0..C-1 (0/1 labels); a split stratified by the cell keeps
-    every group's rows of each class on both sides in proportion.
-    """
-    classes = np.asarray(classes)
-    return classes if codes is None else np.asarray(codes) * (int(classes.max()) + 1) + classes
 
 
 def encode_groups(groups, n: int):

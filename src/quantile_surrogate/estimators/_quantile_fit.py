@@ -1,11 +1,12 @@
-"""The steps of :meth:`QuantileClassifier.fit`, and its K-fold selection on small data.
+"""The steps of :meth:`QuantileClassifier.fit`, kept apart from the estimator's parameters and docstring.
 
-Kept apart from the estimator's parameters and docstring (``quantile_classifier.py``): the
-validation split, the one standardised working copy, the refit on every row, the linear
-coefficients in the original units, and :func:`cross_fit_selection`, which picks the restart,
-the number of epochs, and "trained" against "the logistic start as it is" from held-out
-folds when the data are too few for a validation split. Both held-out paths leave the logistic
-start only for a gain above its noise (:mod:`._start_rule`).
+The one standardised working copy, the training settings, the refit on every row, the linear
+coefficients in the original units, and the estimator's two held-out paths, whose splits, scorer
+and rules live in :mod:`quantile_surrogate.selection`: the validation split (then
+:func:`~quantile_surrogate.selection._start_rule.keep_start_unless_gain`) and, on small data, the
+K-fold selection (:func:`~quantile_surrogate.selection._cross_fit.cross_fit_selection`). Why:
+``docs/selection.md``. The methods under "the interface of QuantileClassifierCV" are the only ones
+that class calls.
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 
-from ..training import TrainingDivergedError, train
 from .._utils.seeding import restart_seeds, seed_torch
+from ..objectives import predict_scores
+from ..selection._cross_fit import cross_fit_selection
+from ..selection._scorer import FoldData, held_out_value
+from ..selection._splits import MIN_ROWS_PER_STRATUM, shuffle_splits
+from ..selection._start_rule import keep_start_unless_gain, metric_noise
+from ..training import TrainingDivergedError, train
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ..selection._cross_fit import FoldData, build_start, held_out_value, scored_run
-from ._groups import split_strata
 from ._standardize import standardize_columns, standardizer
-from ..selection._start_rule import metric_noise, metric_noises, select_over_start
 
-__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "MIN_VALIDATION_ROWS_PER_CLASS", "WORKING_COPY_CHUNK",
-           "QuantileFitSteps", "cross_fit_selection", "epoch_grid"]
+__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "WORKING_COPY_CHUNK", "QuantileFitSteps"]
 
 AUTO_FULL_BATCH_ROWS = 10_000
 """``batch_size="auto"``: full-batch gradient descent up to this many rows, minibatches of 1000 above."""
@@ -36,89 +37,8 @@ AUTO_FULL_BATCH_ROWS = 10_000
 AUTO_VALIDATION_ROWS = 10_000
 """``early_stopping="auto"``: a validation split above this many training rows, K-fold selection below."""
 
-MIN_VALIDATION_ROWS_PER_CLASS = 4
-
 WORKING_COPY_CHUNK = 65536
 """Rows copied at a time into the working copy, so that reordering rows makes no full-size temporary."""
-
-EPOCH_GRID = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
-"""Epoch counts compared by the K-fold selection (and ``max_epochs``). Roughly geometric: every
-extra candidate is one more noisy comparison, so 600 per-epoch candidates would overfit the
-folds (the winner's curse) where about ten do not, and the metric changes slowly in log-epochs."""
-
-
-def epoch_grid(max_epochs: int) -> np.ndarray:
-    """0 (the start), the entries of :data:`EPOCH_GRID` below ``max_epochs``, and ``max_epochs``."""
-    return np.array(sorted({0, int(max_epochs), *(e for e in EPOCH_GRID if e < max_epochs)}))
-
-
-def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, max_epochs, n_restarts, init,
-                        n_se=2.0, sample_weight=None) -> dict:
-    r"""Held-out value of every (restart, epoch count) candidate by stratified K-fold cross-fitting.
-
-    Each fold trains all ``n_restarts`` restarts for ``max_epochs`` on the other folds (the
-    same seeds, so restart ``r`` has the same random start in every fold) and scores the
-    model after each epoch count in :func:`epoch_grid` on the held-out fold, with the
-    objective's exact metric and the surrogate loss. The logistic start (epoch 0 of a
-    logistic restart) is a candidate; a random start's epoch 0 is not. Each restart's start is
-    built once per fold (:func:`~._cv_search.build_start`, as :func:`train` makes it) and
-    trained from as it is, so the logistic start is fitted once, not again inside ``train``.
-    With ``sample_weight`` (frequency weights, NumPy, one per row of ``Xt``) the folds' training,
-    their held-out metric and loss (:func:`~._cv_search.held_out_value`) and the noise floor are
-    weighted; the folds themselves are drawn by row, stratified by class.
-
-    The choice (:func:`select_over_start`): the logistic start :math:`s` stays unless a
-    candidate's mean paired held-out gain exceeds ``n_se`` standard errors,
-
-    .. math::
-        \bar d(r, e) = \tfrac1K \sum_k \big(m_k(r, e) - m_k(s)\big)
-        > z \max\big(\hat\sigma(r, e),\ \sigma_0(r, e)\big),
-
-    :math:`\hat\sigma` the standard error of the K paired gains, :math:`\sigma_0(r, e)` the
-    binomial noise of the difference of the start's and the candidate's metrics from their
-    held-out row counts, taken as independent (:func:`metric_noises`); among such candidates
-    the largest mean gain wins, ties by the lower mean loss. Without a logistic restart
-    (``init="random"``) the best mean metric wins, ties by the lower mean loss.
-
-    Returns a dict: ``epochs`` (the grid), ``fold_metric`` and ``fold_loss`` of shape
-    (folds, n_restarts, n_epochs) (NaN where not a candidate), ``mean_metric``, ``mean_loss``,
-    ``mean_gain``, ``gain_se`` and ``bar`` (same shape; None without a logistic restart),
-    ``floor`` (:math:`\sigma_0(r, e)`), ``noise_floor`` (the start's part), ``restart``, ``epochs_`` (the chosen count) and
-    ``start`` ("logistic" or "random").
-    """
-    grid = epoch_grid(max_epochs)
-    position = {int(e): i for i, e in enumerate(grid)}
-    seeds = restart_seeds(seed, n_restarts)
-    logistic = [init == "logistic" or (init == "mixed" and r == 0) for r in range(n_restarts)]
-    metric = np.full((folds, n_restarts, len(grid)), np.nan)
-    loss = np.full_like(metric, np.nan)
-    candidate_noise = np.full_like(metric, np.nan)
-    y_np = yt.cpu().numpy()
-    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed % (2**32))
-    for k, (fit_rows, held_rows) in enumerate(splitter.split(np.zeros((len(y_np), 1)), y_np)):
-        fit = FoldData(Xt, yt, fit_rows, sample_weight)
-        held = FoldData(Xt, yt, held_rows, sample_weight, in_subset=in_subset)
-        for r in range(n_restarts):
-            start = build_start(factory, fit, seeds[r][0], logistic[r])
-            scored_run(start, fit, held, settings, max_epochs=max_epochs, shuffle_seed=seeds[r][1], position=position,
-                       metric_row=metric[k, r], loss_row=loss[k, r], score_start=logistic[r])
-        if any(logistic):
-            candidate_noise[k] = metric_noises(settings["objective"], settings["target"], held.y_np, metric[k],
-                                               held.weight_np)
-    mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
-    gains = dict(mean_gain=None, gain_se=None, bar=None, floor=None, noise_floor=None)
-    if any(logistic):
-        start = (logistic.index(True), 0)
-        (restart, column), gains = select_over_start(metric, loss, start, candidate_noise[(slice(None), *start)],
-                                                     n_se, candidate_noise)
-    else:
-        order = np.lexsort((np.nan_to_num(mean_loss, nan=np.inf).ravel(),
-                            -np.nan_to_num(mean_metric, nan=-np.inf).ravel()))
-        restart, column = np.unravel_index(order[0], mean_metric.shape)
-    return dict(epochs=grid, fold_metric=metric, fold_loss=loss, mean_metric=mean_metric, mean_loss=mean_loss,
-                **gains, restart=int(restart), epochs_=int(grid[column]),
-                start="logistic" if logistic[restart] else "random")
-
 
 class QuantileFitSteps:
     """Mixin with the steps of :meth:`QuantileClassifier.fit` (``self`` holds the parameters)."""
@@ -162,40 +82,30 @@ class QuantileFitSteps:
         return lambda: build_scorer(n_features, hidden, module_factory)
 
     def _split(self, y01, seed, codes=None):
-        """Indices (fit, validation) for early stopping, or (all, None) when a class is too small to split.
+        """Indices (fit, validation) for early stopping, or (all, None) without a split.
 
-        With group codes the split is stratified by (class, group), so every group keeps its
-        rows of A on both sides; a (class, group) cell with fewer than
-        MIN_VALIDATION_ROWS_PER_CLASS rows means no split.
+        :func:`~quantile_surrogate.selection._splits.shuffle_splits`' one split, stratified by
+        (class, group) with group codes; none where a stratum is too small or a group would miss
+        rows of A on a side.
         """
         n = y01.shape[0]
-        strata = split_strata(y01, codes)  # an empty (class, group) cell is no constraint
-        counts = np.bincount(strata)
-        counts = counts[counts > 0] if codes is not None else np.bincount(y01, minlength=2)
-        n_val = int(round(self.validation_fraction * n))
-        if not self._early_stopping(n) or counts.min() < MIN_VALIDATION_ROWS_PER_CLASS or n_val < 2 or n - n_val < 2:
-            return np.arange(n), None
-        fit_rows, val_rows = train_test_split(np.arange(n), test_size=n_val, stratify=strata, random_state=seed)
-        if codes is not None:
-            # Rounding can leave a small group's rows of A all on one side; then its threshold is undefined there.
-            in_subset = self._objective_spec().subset_mask(y01 == 1)
-            for rows in (fit_rows, val_rows):
-                if len(np.unique(codes[rows][in_subset[rows]])) < len(np.unique(codes)):
-                    return np.arange(n), None
-        return fit_rows, val_rows
+        pairs = [] if not self._early_stopping(n) else shuffle_splits(
+            y01, codes, fraction=self.validation_fraction, n_splits=1, seed=seed,
+            in_subset=self._objective_spec().subset_mask(y01 == 1))
+        return pairs[0] if pairs else (np.arange(n), None)
 
     def _cross_fit_folds(self, y01, codes) -> int | None:
         """The number of folds for K-fold selection, or None where it does not apply.
 
         It applies with ``early_stopping="auto"`` up to :data:`AUTO_VALIDATION_ROWS` rows,
         without groups or a checkpoint (a checkpoint resumes one training run), and when every
-        class has at least MIN_VALIDATION_ROWS_PER_CLASS rows in every fold.
+        class has at least ``MIN_ROWS_PER_STRATUM`` rows in every fold.
         """
         if self.early_stopping != "auto" or len(y01) > AUTO_VALIDATION_ROWS or codes is not None:
             return None
         if self.checkpoint is not None or self.selection_folds < 2:
             return None
-        if np.bincount(y01, minlength=2).min() < MIN_VALIDATION_ROWS_PER_CLASS * self.selection_folds:
+        if np.bincount(y01, minlength=2).min() < MIN_ROWS_PER_STRATUM * self.selection_folds:
             return None
         return int(self.selection_folds)
 
@@ -225,9 +135,9 @@ class QuantileFitSteps:
         return dict(
             objective=self.objective, target=self._target(), form=self.form, quantile=self.quantile,
             bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
-            momentum=self.momentum, weight_decay=self.alpha, batch_size=batch_size,
+            momentum=self.momentum, alpha=self.alpha, batch_size=batch_size,
             subset_batch_size=self.subset_batch_size, subset_from_batch=self.subset_from_batch,
-            random_state=seed, progress=bool(self.verbose),
+            random_state=seed, verbose=bool(self.verbose),
         )
 
     def _keep_result(self, result):
@@ -254,7 +164,7 @@ class QuantileFitSteps:
         self.train_loss_ = refitted.loss
 
     def _fit_cross_fitted(self, factory, Xt, yt, folds, seed, settings, **extra):
-        """K-fold selection (:func:`cross_fit_selection`), then the chosen candidate refitted on every row."""
+        """K-fold selection (:func:`~quantile_surrogate.selection._cross_fit.cross_fit_selection`), then the chosen candidate refitted on every row."""
         in_subset = self._objective_spec().subset_mask(yt == 1)
         fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
         selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
@@ -276,12 +186,11 @@ class QuantileFitSteps:
     def _keep_start_unless_gain(self, result, factory, Xt, yt, n_fit, settings, weight):
         """After a validation split: go back to the logistic start unless the chosen model beats it by a real gain.
 
-        The rule of :func:`select_over_start` with one fold: the chosen model's validation metric
-        must exceed the start's by more than ``selection_se`` times the binomial standard error of
-        their difference on the validation rows (both models' :func:`metric_noise`, taken as
-        independent), all weighted with ``weight``; the start
-        is trained on the fit rows as :func:`train` makes restart 0's, with the same weights. Returns the (possibly replaced)
-        result; ``selection_`` records ``validation_gain``, ``noise_floor`` and ``start_kept``.
+        :func:`~quantile_surrogate.selection._start_rule.keep_start_unless_gain` on the
+        validation rows (weighted with ``weight``), with the noise of the difference of both
+        models' metrics (:func:`~quantile_surrogate.selection._start_rule.metric_noise`, taken as
+        independent); the start is trained on the fit rows as :func:`train` makes restart 0's.
+        Returns the (possibly replaced) result; ``selection_`` keeps the rule's record.
         """
         if self.init == "random" or self.selection_se <= 0 or (result.start == "logistic" and result.best_epoch == 0):
             return result
@@ -292,21 +201,44 @@ class QuantileFitSteps:
                         in_subset=self._objective_spec().subset_mask(yt == 1))
         chosen, _ = held_out_value(result.model, held, settings)
         reference, _ = held_out_value(start.model, held, settings)
-        noise = float(np.hypot(metric_noise(self.objective, self._target(), held.y_np, reference, held.weight_np),
-                               metric_noise(self.objective, self._target(), held.y_np, chosen, held.weight_np)))
-        kept = not chosen - reference > self.selection_se * noise
-        self.selection_ = dict(validation_gain=chosen - reference, noise_floor=noise, start_kept=kept)
-        if not kept:
+        noise = float(np.hypot(*(metric_noise(self.objective, self._target(), held.y_np, value, held.weight_np)
+                                 for value in (reference, chosen))))
+        self.selection_ = keep_start_unless_gain(chosen, reference, noise, self.selection_se)
+        if not self.selection_["start_kept"]:
             return result
         self._keep_result(start)
         self.validation_curve_, self.best_epoch_ = result.validation_curve, 0
         return dataclasses.replace(start, start="logistic", best_epoch=0)
 
+    # -- the interface of QuantileClassifierCV ---------------------------------------------------
+    def _fold_settings(self, seed, n_rows) -> dict:
+        """The training settings of a fold or refit run: :meth:`_train_settings` without its seed, silent."""
+        settings = self._train_settings(seed, n_rows)
+        settings.pop("random_state")
+        settings["verbose"] = False
+        return settings
+
+    def _adopt_fit(self, X, y, sensitive_features, mean, scale):
+        """Validate ``X, y`` and encode the groups as :meth:`fit` does, with the standardisation ``(mean, scale)``."""
+        _, y01 = self._validate_training_data(X, y)
+        codes = self._encode_fit_groups(sensitive_features, y01)
+        self.mean_, self.scale_ = mean, scale
+        return y01, codes
+
+    def _finish_fit(self, Xt, y01, codes, weight, result=None, best_epoch=None):
+        """Keep ``result`` (where given), then the threshold on the training scores and the linear coefficients."""
+        if result is not None:
+            self._keep_result(result)
+            self.best_epoch_, self.selection_ = best_epoch, None
+        scores = predict_scores(self.model_, Xt).double().cpu().numpy()
+        self._check_scores_finite(scores)
+        self._set_threshold(scores, y01, codes, sample_weight=weight)
+        self._set_linear_coefficients()
+        return self
+
     def _check_scores_finite(self, scores):
         if not np.isfinite(scores).all():
-            raise TrainingDivergedError(
-                f"Training diverged: the model's scores are NaN or inf. Use a smaller learning_rate than "
-                f"{self.learning_rate:g}, e.g. {self.learning_rate / 10:g}.")
+            raise TrainingDivergedError("the model's scores", "on the training rows", self.learning_rate)
 
     def _set_linear_coefficients(self):
         """``coef_`` and ``intercept_`` in the original units, for a linear model (threshold included without groups)."""

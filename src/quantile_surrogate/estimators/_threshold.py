@@ -26,11 +26,12 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils.checks import check_two_classes
 from ..objectives import get_objective, objective_metric
 from ..objectives.thresholds import boundary_ties, constraint_threshold, group_constraint_thresholds
 from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 
-__all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "MULTICLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE"]
+__all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE", "TARGET_CONSTRAINT"]
 
 TARGET_CONSTRAINT = [Interval(Real, 0, 1, closed="neither"), None]
 """The ``target`` of every estimator and baseline: a rate in (0, 1), or None for the objective's
@@ -39,10 +40,6 @@ TARGET_CONSTRAINT = [Interval(Real, 0, 1, closed="neither"), None]
 ONE_CLASS_MESSAGE = (
     "`y` has only one class ({shown}); {name} needs exactly two classes, and with one there is nothing to "
     "rank. Check the labels or the split."
-)
-MULTICLASS_MESSAGE = (
-    "Only binary classification is supported. `y` has {count} classes ({shown}); binarise it "
-    "(one class against the rest) before fitting {name}."
 )
 UNSEEN_LABELS_MESSAGE = "`y` has labels {shown} not seen in fit; the classes are {classes}."
 TIE_BREAK_STREAM = 0x7135
@@ -113,9 +110,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         if classes.shape[0] == 1:
             raise ValueError(ONE_CLASS_MESSAGE.format(shown=classes.tolist(), name=name))
-        if classes.shape[0] > 2:
-            raise ValueError(MULTICLASS_MESSAGE.format(count=classes.shape[0], shown=classes[:5].tolist(), name=name))
-        self.classes_ = classes
+        self.classes_ = check_two_classes(classes, "y")
         return X, (y == classes[1]).astype(np.int64)
 
     def _encode_fit_groups(self, groups, y01):

@@ -9,21 +9,22 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-import torch
 from sklearn.base import _fit_context
-from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..boosting import lightgbm_objective, xgboost_objective
 from ..losses import SURROGATES
-from ..objectives import OBJECTIVES, objective_loss, objective_metric
+from ..objectives import OBJECTIVES
 from ..quantiles import QUANTILE_ESTIMATORS
+from ..selection._scorer import FoldData, HeldOutCurve
+from ..selection._splits import shuffle_splits
+from ..selection._start_rule import select_rounds
 from ._boosting_backends import BACKENDS, make_backend
-from ._groups import split_strata
 from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, refuse_text_columns
 from .._utils.checks import check_sample_weight
+from .._utils.errors import TrainingDivergedError
 
 __all__ = ["QuantileBoostingClassifier"]
 
@@ -32,8 +33,6 @@ AUTO_SINGLE_SPLIT_ROWS = 10_000
 
 AUTO_BANDWIDTH_ROWS = 30
 """``bandwidth="auto"`` is ``30 / |A|`` (clipped to [0.05, 0.3]): about 60 rows of A inside the kernel's +-h."""
-
-MIN_VALIDATION_ROWS_PER_STRATUM = 4
 
 
 class QuantileBoostingClassifier(ThresholdedClassifier):
@@ -142,8 +141,9 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
     Raises
     ------
     ValueError
-        From ``fit``: a ``form`` the objective has not, a group without a row of ``A``, or
-        scores that became NaN or inf (lower ``learning_rate``).
+        From ``fit``: a ``form`` the objective has not, or a group without a row of ``A``.
+    TrainingDivergedError
+        From ``fit``: scores that became NaN or inf (lower ``learning_rate``).
     ImportError
         From ``fit``, when the chosen backend is not installed.
 
@@ -260,23 +260,17 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         return BACKENDS[self.backend_]({}).margins(self.booster_, X)
 
     def _splits(self, y01, codes, seed):
-        """Stratified (fit, validation) index pairs, or [] when a stratum is too small to split."""
-        n = len(y01)
+        """Stratified (fit, validation) index pairs (:func:`~quantile_surrogate.selection._splits.shuffle_splits`)."""
         n_splits = self.validation_splits
         if n_splits == "auto":
-            n_splits = 1 if n > AUTO_SINGLE_SPLIT_ROWS else 3
-        strata = split_strata(y01, codes)  # (class, group): every group keeps rows of A
-        counts = np.bincount(strata)
-        n_val = int(round(self.validation_fraction * n))
-        if counts[counts > 0].min() < MIN_VALIDATION_ROWS_PER_STRATUM or n_val < 2 or n - n_val < 2:
-            return []
-        splitter = StratifiedShuffleSplit(n_splits=n_splits, test_size=n_val, random_state=seed)
-        pairs = list(splitter.split(np.zeros((n, 1)), strata))
-        if codes is not None:
-            for fit_rows, val_rows in pairs:
-                if any(len(np.unique(codes[rows])) < codes.max() + 1 for rows in (fit_rows, val_rows)):
-                    return []
-        return pairs
+            n_splits = 1 if len(y01) > AUTO_SINGLE_SPLIT_ROWS else 3
+        return shuffle_splits(y01, codes, fraction=self.validation_fraction, n_splits=n_splits, seed=seed)
+
+    def _curve(self, y01, codes, target, weight, lazy_loss):
+        """The held-out curve of one validation split (:class:`~quantile_surrogate.selection._scorer.HeldOutCurve`)."""
+        settings = dict(objective=self.objective, target=target, form=self.form, quantile=self.quantile,
+                        bandwidth=0.05, surrogate=self.surrogate)
+        return HeldOutCurve(FoldData.from_labels(y01, codes, weight), settings, self.n_iter_no_change, lazy_loss)
 
     def _fit_path(self, engine, X, y01, codes, target, rounds, held_out=None, weight=None):
         """``(start, booster, bandwidth)``: the log-loss start, then up to ``rounds`` quantile rounds.
@@ -291,7 +285,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         if held_out is None:
             return start, engine.continue_training(start, data, objective, rounds), objective.bandwidth
         rows, curve = held_out
-        curve.bandwidth = objective.bandwidth
+        curve.settings["bandwidth"] = objective.bandwidth
         if curve(engine.margins(start, X[rows])) or rounds == 0:
             return start, start, objective.bandwidth
         validation = engine.data(X[rows], y01[rows], reference=data,
@@ -307,18 +301,15 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
             return rounds, None, None, 0
         curves, kept = [], None
         for split, (_, rows) in enumerate(pairs):
-            curve = _HeldOutCurve(self, y01[rows], None if codes is None else codes[rows], target,
-                                  lazy_loss=len(pairs) == 1, weight=None if weight is None else weight[rows])
+            curve = self._curve(y01[rows], None if codes is None else codes[rows], target,
+                                None if weight is None else weight[rows], lazy_loss=len(pairs) == 1)
             path = self._fit_path(engine, X, y01, codes, target, rounds, held_out=(rows, curve), weight=weight)
             curves.append(curve.values())
             if split == 0:
                 kept = path
         length = min(len(c) for c in curves)  # runs stopped early are compared on their common rounds
         curve = np.mean([c[:length] for c in curves], axis=0)
-        best = np.flatnonzero(curve[:, 0] == curve[:, 0].max())
-        # The log-loss start wins ties: a quantile round is kept only where it raised the held-out metric.
-        k = 0 if curve[0, 0] == curve[best[0], 0] else int(best[np.nanargmin(curve[best, 1])])
-        return k, curve, kept, len(pairs)
+        return select_rounds(curve[:, 0], curve[:, 1]), curve, kept, len(pairs)
 
     def _refit(self, n_splits):
         return n_splits > 1 if self.refit == "auto" else bool(self.refit)
@@ -362,49 +353,9 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         self.validation_curve_ = curve
         scores = engine.margins(self.booster_, X)
         if not np.isfinite(scores).all():
-            raise ValueError("The boosted model's scores are NaN or inf; lower `learning_rate`.")
+            raise TrainingDivergedError("the boosted model's scores", "on the training rows", self.learning_rate)
         self._set_threshold(scores, y01, codes, sample_weight=weight)
         if self.verbose:
             shown = "" if curve is None else f", held-out metric {curve[k, 0]:.4f} (start {curve[0, 0]:.4f})"
             print(f"QuantileBoostingClassifier: {self.best_iteration_} quantile rounds kept{shown}")
         return self
-
-
-class _HeldOutCurve:
-    """After each round: the exact metric on held-out rows, and their quantile loss (per row) for ties.
-
-    Called with the held-out margins; returns True when ``n_iter_no_change`` rounds have
-    passed since the first round that reached the best metric. With ``lazy_loss`` the loss
-    is computed only where the metric reaches the best so far (the only rounds a tie can
-    concern), NaN elsewhere.
-    """
-
-    def __init__(self, estimator, y, codes, target, lazy_loss, weight=None):
-        self.objective, self.form, self.quantile = estimator.objective, estimator.form, estimator.quantile
-        self.surrogate, self.patience = estimator.surrogate, estimator.n_iter_no_change
-        self.y, self.codes, self.target, self.lazy_loss = y, codes, target, lazy_loss
-        self.bandwidth = 0.05
-        self.rows = []
-        self.weight = weight  # frequency weights of the held-out rows, or None
-
-    def _loss(self, margins):
-        positive = torch.as_tensor(self.y == 1)
-        codes = None if self.codes is None else torch.as_tensor(self.codes)
-        with torch.no_grad():
-            out = objective_loss(torch.as_tensor(margins), positive, objective=self.objective, target=self.target,
-                                 form=self.form, quantile=self.quantile, bandwidth=self.bandwidth,
-                                 surrogate=self.surrogate, groups=codes,
-                                 **({} if self.weight is None else {"weight": torch.as_tensor(self.weight)}))
-        return float(out.loss)
-
-    def __call__(self, margins) -> bool:
-        metric = objective_metric(self.y, margins, objective=self.objective, target=self.target, groups=self.codes,
-                                  sample_weight=self.weight)
-        best = max((m for m, _ in self.rows), default=-np.inf)
-        loss = self._loss(margins) if metric >= best or not self.lazy_loss else np.nan
-        self.rows.append((metric, loss))
-        first_best = int(np.argmax([m for m, _ in self.rows]))
-        return self.patience is not None and len(self.rows) - 1 - first_best >= self.patience
-
-    def values(self):
-        return np.array(self.rows, dtype=np.float64)

@@ -16,12 +16,12 @@ from numbers import Real
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from .._utils.checks import BINARY_CLASSES, NOT_BINARY_MESSAGE, check_two_classes
 from ..objectives.guarantees import (
     BOUNDS,
     guaranteed_rank,
@@ -31,7 +31,8 @@ from ..objectives.guarantees import (
     recall_threshold,
 )
 from ..objectives import OBJECTIVES
-from ._groups import encode_groups, split_strata
+from ..selection._splits import calibration_split
+from ._groups import encode_groups
 from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 
 # The functions of quantile_surrogate.objectives.guarantees imported above are documented there, not here.
@@ -217,13 +218,11 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         if y is None:
             raise ValueError("GuaranteedThresholdClassifier requires y to be passed, but the target y is None.")
         y = column_or_1d(y, warn=True)
+        check_classification_targets(y)  # a continuous y: scikit-learn's "Unknown label type" message
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             # The phrase scikit-learn's common checks look for comes first.
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type} "
-                f"(labels {np.unique(y)[:6].tolist()}); pass a y with exactly two classes."
-            )
+            raise ValueError(NOT_BINARY_MESSAGE.format(name="y", accepted=BINARY_CLASSES, values=np.unique(y)[:6].tolist()))
         labels, codes = (None, None) if sensitive_features is None else encode_groups(sensitive_features, len(y))
         estimator = clone(self.estimator)
         if isinstance(estimator, FrozenEstimator):
@@ -232,8 +231,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
             X_cal, y_cal, codes_cal = self._split(estimator, X, y, codes)
         self.estimator_ = estimator
         self.classes_ = np.asarray(estimator.classes_)
-        if self.classes_.shape[0] != 2:
-            raise ValueError(f"`estimator` must be binary; it has classes {self.classes_.tolist()}.")
+        check_two_classes(self.classes_, "estimator.classes_")
         unknown = np.setdiff1d(np.unique(y_cal), self.classes_)
         if unknown.size:
             raise ValueError(f"`y` has labels {unknown.tolist()} that `estimator` does not know ({self.classes_.tolist()}).")
@@ -249,18 +247,10 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         """Fit ``estimator`` on one part of the rows; return ``(X_cal, y_cal, codes_cal)``, the rest.
 
         Stratified by class, and by (class, group) with groups so that every group is held out
-        in proportion; a (class, group) cell with a single row cannot be split in proportion,
-        and then the split is stratified by class only (the group check names a group left short).
+        in proportion (:func:`~quantile_surrogate.selection._splits.calibration_split`).
         """
-        strata = y
-        if codes is not None:
-            cells = split_strata(np.unique(y, return_inverse=True)[1].reshape(-1), codes)
-            sizes = np.bincount(cells)
-            if sizes[sizes > 0].min() >= 2:
-                strata = cells
         arrays = (X, y) if codes is None else (X, y, codes)
-        parts = train_test_split(*arrays, test_size=self.calibration_size, stratify=strata,
-                                 random_state=self.random_state)
+        parts = calibration_split(arrays, y, codes, size=self.calibration_size, random_state=self.random_state)
         X_fit, X_cal, y_fit, y_cal = parts[:4]  # with codes, parts[4:] are the codes of the two parts
         estimator.fit(X_fit, y_fit)
         return X_cal, y_cal, (None if codes is None else parts[5])

@@ -5,7 +5,8 @@ of ``alpha`` x ``bandwidth`` x model family is scored by stratified K-fold on th
 exact metric, together with the restart and the number of epochs (the K-fold selection that
 :class:`QuantileClassifier` runs on small data, done once for the whole grid instead of inside
 every fold), the best is refitted on every row, and the fitted estimator predicts through it.
-The fold fits live in :mod:`._cv_search`.
+The fold fits, the folds and the family rule live in :mod:`quantile_surrogate.selection`
+(``_cross_fit``, ``_splits``, ``_family_rule``); ``docs/selection.md`` has the rule's history.
 """
 
 from __future__ import annotations
@@ -17,26 +18,20 @@ import numpy as np
 import torch
 from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
-from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._utils.checks import check_sample_weight
-from ..objectives import OBJECTIVES, predict_scores
 from .._utils.seeding import restart_seeds
-from ..selection._cross_fit import FoldData, build_start, family_fold, logistic_restarts, select_by_family, train_from
-from ._groups import split_strata
-from ._quantile_fit import epoch_grid
+from ..objectives import OBJECTIVES
+from ..selection._cross_fit import build_start, epoch_grid, family_fold, logistic_restarts, train_from
+from ..selection._family_rule import select_by_family
+from ..selection._scorer import FoldData
+from ..selection._splits import k_folds
 from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from .quantile_classifier import QuantileClassifier
 
 __all__ = ["QuantileClassifierCV"]
-
-TOO_FEW_ROWS_MESSAGE = (
-    "`cv={cv}` stratified folds need at least {cv} rows of every class{cells} in the training data; the "
-    "smallest has {smallest}. Use a smaller `cv` (at least 2){merge}."
-)
-
 
 class QuantileClassifierCV(ThresholdedClassifier):
     r"""A :class:`QuantileClassifier` whose ``alpha``, ``bandwidth`` and model family are chosen by cross-validation.
@@ -78,28 +73,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
        wins (ties: the earlier family of ``hidden_layer_sizes_grid``, the linear model by default).
 
     The chosen start is trained for :math:`\hat e` epochs on every row. Why a bar inside a
-    family: it holds about 50 (candidate, restart, epoch count) entries scored on small folds,
-    and the best of them is biased upwards by the noise (the winner's curse); the plain best
-    mean over the grid (``selection_se=0``, the earlier version) was more than 0.01 below the
-    better of the linear and MLP estimators on 27_PageBlocks, 29_Pima and 47_yeast. Why not the
-    same bar between the families (the MLP asked to beat the linear start, as first built): it
-    kept the linear model where the MLP was clearly better and missed the target on 7 of 22
-    (set, operating point) cells. Why average precision when the families are within noise: at
-    a 5 % rate a held-out fold of a thousand-row set has about 16 rows at the operating point, so
-    the two families' means differ by a row or two and the plain higher mean chose the linear
-    model on half the splits of 12_fault where the MLP was better on test (0.016 below the better
-    family over 10 splits); average precision ranks every held-out positive, so it tells the
-    families apart with far less noise, and it is scale-free (the surrogate loss is not: an
-    MLP's larger scores lower it without a better ranking). With it the target holds on all 22
-    cells over 20 splits (docs/estimator.md has the measurements).
-
-    Why this and not ``GridSearchCV(QuantileClassifier(), ...)`` (the first version): that runs
-    each candidate's own K-fold selection inside every outer fold, ``cv * (selection_folds + 1)``
-    training runs per candidate where one set of ``cv`` runs scores every epoch count, and the
-    logistic start is fitted once per (family, fold) instead of once per candidate. On the
-    training halves of 29_Pima (384 rows) and 12_fault (970 rows), one thread, the old fit took
-    44.7 s and 55.3 s with its 12 candidates, this one 4.8 s and 4.8 s with the default 4;
-    docs/estimator.md has the measurements.
+    family, why not the same bar between families, why average precision, and why not
+    ``GridSearchCV(QuantileClassifier(), ...)``, with the measurements: ``docs/selection.md``.
 
     Parameters
     ----------
@@ -107,23 +82,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
     target : float in (0, 1) or None, default=None
         As in :class:`QuantileClassifier`.
     alphas : sequence of float >= 0, default=(1e-2, 1e-3)
-        Weight decays to try; ties go to the earlier one. Full-batch training (up to 10,000
-        rows) takes ``max_epochs`` = 200 steps at learning rate 0.1, and weight decay alone
-        shrinks the weights by ``(1 - 0.1 alpha)^200`` over them: 0.82 for 1e-2, 0.98 for 1e-3
-        and 0.998 for 1e-4. So 1e-4 is practically the same fit as 1e-3 (both nearly
-        unpenalised; the epoch count, chosen too, is the stronger regulariser), and a
-        near-duplicate candidate only adds noise to a maximum over noisy folds; 1e-2 is the one
-        value that penalises visibly.
+        Weight decays to try; ties go to the earlier one. Weight decay alone shrinks the weights
+        by ``(1 - 0.1 alpha)^200`` over the default 200 full-batch steps: 0.82 for 1e-2, 0.98 for
+        1e-3 (why not 1e-4 too: ``docs/selection.md``).
     bandwidths : sequence of float > 0, default=(0.1,)
-        Kernel bandwidths on the rank scale. One value by default, as every value added
-        doubles the fit time. 0.1 rather than the paper's 0.05 (:class:`QuantileClassifier`'s
-        default): a wider kernel averages the threshold over more rows of ``A`` (about
-        ``2 h |A|`` of them), which matters on the small sets this class is for (each fold
-        trains on ``(cv - 1) / cv`` of them), where ``0.05 |A|`` is a handful of rows and the
-        gradient through the threshold is noisy; on the training half of 29_Pima 0.1 scored
-        0.008 to 0.012 higher on the held-out folds than 0.05 for the MLP and within 0.001 for
-        the linear model. Beyond about 0.1 the smoothed threshold drifts from the exact
-        quantile the metric uses. Pass ``(0.05, 0.1)`` to choose between them.
+        Kernel bandwidths on the rank scale; every value added doubles the fit time. 0.1 rather
+        than the paper's 0.05: a wider kernel averages the threshold over about ``2 h |A|`` rows
+        of ``A``, which matters on the small folds this class is for (``docs/selection.md``).
+        Pass ``(0.05, 0.1)`` to choose between them.
     hidden_layer_sizes_grid : sequence of tuples, default=((), (64,))
         Model families: ``()`` is the linear model, ``(64,)`` a one-hidden-layer ReLU MLP.
     cv : int >= 2, cross-validation splitter or iterable of (train, test) index arrays, default=3
@@ -248,21 +214,6 @@ class QuantileClassifierCV(ThresholdedClassifier):
                              "hidden_layer_sizes_grid=((),) or an estimator without module_factory.")
         return base.set_params(objective=self.objective, target=self.target, random_state=seed)
 
-    def _folds(self, X, y01, codes, groups, seed) -> list:
-        if not isinstance(self.cv, Integral):
-            return [(np.asarray(a), np.asarray(b)) for a, b in check_cv(self.cv, y01, classifier=True).split(
-                X, y01, groups)]
-        strata = split_strata(y01, codes)
-        counts = np.bincount(strata)
-        smallest = int(counts[counts > 0].min())
-        if smallest < self.cv:
-            grouped = codes is not None
-            raise ValueError(TOO_FEW_ROWS_MESSAGE.format(
-                cv=self.cv, cells=" in every group" if grouped else "", smallest=smallest,
-                merge=", or merge small groups" if grouped else ""))
-        splitter = StratifiedKFold(self.cv, shuffle=True, random_state=seed % (2**32))
-        return list(splitter.split(np.zeros((len(y01), 1)), strata))
-
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, *, sample_weight=None, sensitive_features=None, groups=None):
         """Score the grid by stratified K-fold, refit the best on every row; returns self.
@@ -294,10 +245,10 @@ class QuantileClassifierCV(ThresholdedClassifier):
         codes = self._encode_fit_groups(sensitive_features, y01)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         base = self._template(seed)
-        folds = self._folds(X, y01, codes, groups, seed)  # the splitter's groups, never the constraint's
+        folds = k_folds(y01, codes, self.cv, seed, X=X, groups=groups)  # the splitter's groups, never the constraint's
         Xt = base._working_tensor(X, None, weight)  # standardised once with every row's (weighted) statistics
         yt = torch.as_tensor(y01, device=Xt.device)
-        in_subset = base._objective_spec().subset_mask(yt == 1)
+        in_subset = self._objective_spec().subset_mask(yt == 1)
         families = grid["hidden_layer_sizes"]
         penalties = list(itertools.product(grid["alpha"], grid["bandwidth"]))
         candidates = [dict(hidden_layer_sizes=h, alpha=a, bandwidth=b) for h in families for a, b in penalties]
@@ -327,20 +278,17 @@ class QuantileClassifierCV(ThresholdedClassifier):
 
     @staticmethod
     def _settings(base, candidate, seed, n_rows) -> dict:
-        settings = clone(base).set_params(**candidate)._train_settings(seed, n_rows)
-        settings.pop("random_state")
-        settings["progress"] = False
-        return settings
+        return clone(base).set_params(**candidate)._fold_settings(seed, n_rows)
 
     def _record(self, candidates, metric, loss, ranking, seconds, epochs, base, held_labels, held_weights):
-        """``cv_results_``, ``selection_`` and the choice (:func:`._cv_search.select_by_family`); returns its index."""
+        """``cv_results_``, ``selection_`` and the choice (:func:`~quantile_surrogate.selection._family_rule.select_by_family`); returns its index."""
         logistic = logistic_restarts(base.init, base.n_restarts)
         is_start = np.zeros(metric.shape[2:])
         is_start[logistic, 0] = 1.0
         sizes = [c["hidden_layer_sizes"] for c in candidates]
         families = [[c for c, h in enumerate(sizes) if h == family] for family in dict.fromkeys(sizes)]
         chosen, best, record = select_by_family(metric, loss, is_start, families, held_labels, self.objective,
-                                                base._target(), self.selection_se, held_weights, ranking)
+                                                self._target(), self.selection_se, held_weights, ranking)
         n = len(candidates)
         splits = np.array([metric[c, :, r, e] for c, (r, e) in enumerate(best)])
         means = splits.mean(axis=1)
@@ -376,20 +324,12 @@ class QuantileClassifierCV(ThresholdedClassifier):
     def _refit(self, base, X, y, weight, sensitive_features, codes, Xt, yt, candidate, seed, n_rows):
         """The chosen start, trained for ``epochs_`` epochs on every row, as ``best_estimator_``."""
         best = clone(base).set_params(**candidate)
-        best._validate_training_data(X, y)
-        best._encode_fit_groups(sensitive_features, yt.cpu().numpy())
-        best.mean_, best.scale_ = base.mean_, base.scale_
+        y01, codes = best._adopt_fit(X, y, sensitive_features, base.mean_, base.scale_)
         every = FoldData(Xt, yt, np.arange(n_rows), weight, codes)
         model_seed, shuffle_seed = restart_seeds(seed, base.n_restarts)[self.restart_]
-        factory = best._scorer_factory(Xt.shape[1])
-        start = build_start(factory, every, model_seed, self.start_ == "logistic")
+        start = build_start(best._scorer_factory(Xt.shape[1]), every, model_seed, self.start_ == "logistic")
         result = train_from(start, every, self._settings(base, candidate, seed, n_rows), self.epochs_, shuffle_seed)
-        best._keep_result(result)
-        best.best_epoch_, best.selection_ = self.epochs_, None
-        scores = predict_scores(best.model_, Xt).double().cpu().numpy()
-        best._check_scores_finite(scores)
-        best._set_threshold(scores, every.y_np, codes, sample_weight=weight)
-        best._set_linear_coefficients()
+        best._finish_fit(Xt, y01, codes, weight, result=result, best_epoch=self.epochs_)
         self.best_estimator_ = best
         self.threshold_ = best.threshold_
         self.groups_, self.group_thresholds_ = best.groups_, best.group_thresholds_

@@ -106,7 +106,9 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         :func:`~quantile_surrogate.selection._start_rule.select_over_start`; among such
         candidates the largest gain wins. After a validation split (without groups) the same
         test, with the binomial standard error of the difference, decides between the selected model and the
-        start. 0: the best held-out mean wins (a tie keeps the start). No effect with ``init="random"``.
+        start (:func:`~quantile_surrogate.selection._start_rule.keep_start_unless_gain`). 0: the best
+        held-out mean wins (a tie keeps the start). No effect with ``init="random"``. Why 2:
+        ``docs/selection.md``.
     validation_fraction : float in (0, 1), default=0.2
     n_iter_no_change : int, default=20
     refit : bool, default=False
@@ -168,7 +170,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     best_epoch_ : int or None
         The epoch kept by early stopping or by the K-fold selection (0: the start), None without either.
     selection_ : dict or None
-        The K-fold selection's record (:func:`~._quantile_fit.cross_fit_selection`): ``epochs``
+        The K-fold selection's record (:func:`~quantile_surrogate.selection._cross_fit.cross_fit_selection`): ``epochs``
         (the candidate epoch counts), ``fold_metric`` and ``fold_loss`` of shape (folds,
         n_restarts, n_epochs) (NaN where not a candidate), their means ``mean_metric`` and
         ``mean_loss``, ``mean_gain``, ``gain_se`` and ``bar`` (the gain over the start, its
@@ -361,11 +363,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         if validation is not None and self.refit:
             self._refit_on_all_rows(result, factory, Xt, yt, gt,
                                     settings if weight is None else {**settings, "sample_weight": weight})
-        scores = predict_scores(self.model_, Xt).double().cpu().numpy()
-        self._check_scores_finite(scores)
-        self._set_threshold(scores, y01, codes, sample_weight=weight)
-        self._set_linear_coefficients()
-        return self
+        return self._finish_fit(Xt, y01, codes, weight)
 
     def _raw_scores(self, X) -> np.ndarray:
         """``f((x - mean_) / scale_)`` for validated ``X``, shape (n,), float64."""

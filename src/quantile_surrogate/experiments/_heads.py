@@ -16,7 +16,7 @@ Per head ``h`` (``theta_h`` the Gaussian kernel quantile of its own scores, eq. 
 with ``P`` the negatives (FP form, eq. (9)) or positives (TP form, eq. (10)). SGD with
 momentum on that penalised loss equals ``torch.optim.SGD(weight_decay=lambda_h)`` on the
 weights and none on the bias, which is what :func:`quantile_surrogate.training.train` does.
-``tests/test_experiments.py`` checks each head's loss and gradient against
+``tests/experiments/test_heads.py`` checks each head's loss and gradient against
 :func:`quantile_surrogate.losses.precision_at_rate_loss` on that head's scores.
 """
 

@@ -65,7 +65,7 @@ def candidate_labels(dataset: str) -> dict:
 
 
 def label_evidence(dataset: str, *, n_splits: int = 100, grid=None, n_jobs: int = 1,
-                   progress: bool = False) -> pd.DataFrame:
+                   verbose: bool = False) -> pd.DataFrame:
     r"""LR's P@tau per candidate label, and its mean absolute difference from the paper's LR column.
 
     Runs the paper's protocol (:data:`~quantile_surrogate.experiments.paper.PROTOCOLS`) for
@@ -81,7 +81,7 @@ def label_evidence(dataset: str, *, n_splits: int = 100, grid=None, n_jobs: int 
         The values of ``C`` tried; the protocol's five by default.
     n_jobs : int, default=1
         Parallel processes (``-1``: all cores).
-    progress : bool, default=False
+    verbose : bool, default=False
         Show a progress bar per candidate.
 
     Returns
@@ -121,7 +121,7 @@ def label_evidence(dataset: str, *, n_splits: int = 100, grid=None, n_jobs: int 
     rows = []
     for name, (X, y) in candidate_labels(dataset).items():
         summary = summarise(run_precision_at_k(protocol, n_splits=n_splits, select="paper", n_jobs=n_jobs,
-                                               progress=progress, data=(X, y)))
+                                               verbose=verbose, data=(X, y)))
         means = dict(zip(summary.tau, summary["mean"]))
         gap = float(np.mean([abs(means[t] - paper[t][0]) for t in protocol.taus]))
         rows.append(dict(label=name, positives=int(y.sum()), mean_abs_gap=gap,

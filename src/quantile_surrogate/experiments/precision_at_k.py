@@ -30,7 +30,8 @@ from tqdm.auto import tqdm
 
 from .. import datasets, metrics
 from ..baselines import BASELINES
-from ..training import predict_scores, train
+from ..objectives import predict_scores
+from ..training import train
 from ._heads import train_linear_heads
 from .paper import Protocol
 
@@ -63,7 +64,7 @@ def _quantile_scores(X_train, y_train, X_evals, tau, values, seed, protocol: Pro
         for value in values:
             runs = [train(torch.nn.Linear(X.shape[1], 1, dtype=torch.float64), X, y, objective="precision_at_rate",
                           target=tau, form=protocol.form, bandwidth=protocol.bandwidth,
-                          learning_rate=protocol.learning_rate, momentum=0.9, weight_decay=value,
+                          learning_rate=protocol.learning_rate, momentum=0.9, alpha=value,
                           batch_size=protocol.batch_size, max_epochs=protocol.max_epochs, init="random",
                           random_state=s) for s in seeds]
             heads.append([(lambda E, m=r.model: predict_scores(m, E).numpy(), r.loss) for r in runs])
@@ -133,7 +134,7 @@ def _run_split(split, X, y, protocol: Protocol, select, folds, rounding):
 
 
 def run_precision_at_k(protocol: Protocol, *, n_splits=None, select="cv", folds=3, rounding="ceil",
-                       n_jobs=1, progress=True, data=None) -> pd.DataFrame:
+                       n_jobs=1, verbose=True, data=None) -> pd.DataFrame:
     r"""Run the protocol on ``n_splits`` random splits; one row per (split, tau, method, value).
 
     Splits run in parallel with joblib, each on one torch thread. Split ``s`` is seeded by
@@ -155,7 +156,7 @@ def run_precision_at_k(protocol: Protocol, *, n_splits=None, select="cv", folds=
         ``K = ceil(tau n)`` or ``floor(tau n)`` test rows counted as predicted positive.
     n_jobs : int, default=1
         Parallel processes (``-1``: all cores).
-    progress : bool, default=True
+    verbose : bool, default=True
         Show a tqdm bar over the splits.
     data : (X, y), optional
         Run the protocol on these arrays instead of ``protocol.dataset``.
@@ -198,7 +199,7 @@ def run_precision_at_k(protocol: Protocol, *, n_splits=None, select="cv", folds=
     >>> from quantile_surrogate.experiments import PROTOCOLS, run_precision_at_k, summarise
     >>> protocol = dataclasses.replace(PROTOCOLS["ionosphere"], taus=(0.1,), families=("LR",),
     ...                                grids={"LR": ("C", (0.1, 1.0))})
-    >>> results = run_precision_at_k(protocol, n_splits=2, select="paper", progress=False,
+    >>> results = run_precision_at_k(protocol, n_splits=2, select="paper", verbose=False,
     ...                              data=make_gaussian_mixture(400, random_state=0))
     >>> results.shape, list(results.columns)
     ((4, 7), ['split', 'tau', 'method', 'parameter', 'value', 'validation', 'test'])
@@ -215,7 +216,7 @@ def run_precision_at_k(protocol: Protocol, *, n_splits=None, select="cv", folds=
         delayed(_run_split)(split, X, y, protocol, select, folds, rounding) for split in range(n_splits)
     )
     rows = []
-    for split_rows in tqdm(jobs, total=n_splits, desc=f"{protocol.dataset} splits", disable=not progress):
+    for split_rows in tqdm(jobs, total=n_splits, desc=f"{protocol.dataset} splits", disable=not verbose):
         rows.extend(split_rows)
     return pd.DataFrame(rows).sort_values(["tau", "method", "value", "split"], ignore_index=True)
 

@@ -101,7 +101,7 @@ def _run_seed(seed, n_train, n_test, max_epochs):
     return rows
 
 
-def run_synthetic(*, n_splits=10, n_train=4000, n_test=4000, max_epochs=300, n_jobs=1, progress=True):
+def run_synthetic(*, n_splits=10, n_train=4000, n_test=4000, max_epochs=300, n_jobs=1, verbose=True):
     """The paper's figure 2 as numbers: precision at recall 0.9 and 0.95 on fresh test draws.
 
     For each seed ``s``, training rows are drawn with seed ``2 s`` and test rows with ``2 s + 1``
@@ -119,7 +119,7 @@ def run_synthetic(*, n_splits=10, n_train=4000, n_test=4000, max_epochs=300, n_j
         Epochs for the quantile loss.
     n_jobs : int, default=1
         Parallel processes (joblib; ``-1``: all cores).
-    progress : bool, default=True
+    verbose : bool, default=True
         Show a tqdm bar over the seeds.
 
     Returns
@@ -134,7 +134,7 @@ def run_synthetic(*, n_splits=10, n_train=4000, n_test=4000, max_epochs=300, n_j
     Examples
     --------
     >>> from quantile_surrogate.experiments import run_synthetic
-    >>> results = run_synthetic(n_splits=1, n_train=300, n_test=300, max_epochs=5, progress=False)
+    >>> results = run_synthetic(n_splits=1, n_train=300, n_test=300, max_epochs=5, verbose=False)
     >>> results.shape, list(results.columns)
     ((6, 4), ['seed', 'recall', 'method', 'test'])
     >>> sorted(set(results.method))
@@ -142,7 +142,7 @@ def run_synthetic(*, n_splits=10, n_train=4000, n_test=4000, max_epochs=300, n_j
     """
     jobs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
         delayed(_run_seed)(seed, n_train, n_test, max_epochs) for seed in range(n_splits))
-    rows = [r for part in tqdm(jobs, total=n_splits, desc="synthetic seeds", disable=not progress) for r in part]
+    rows = [r for part in tqdm(jobs, total=n_splits, desc="synthetic seeds", disable=not verbose) for r in part]
     return pd.DataFrame(rows).sort_values(["recall", "method", "seed"], ignore_index=True)
 
 

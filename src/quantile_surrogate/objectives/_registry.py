@@ -8,7 +8,6 @@ tie policy, are in :mod:`quantile_surrogate.objectives.thresholds`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 

@@ -131,7 +131,7 @@ def _resample_counts(rng, n: int, size: int, order) -> np.ndarray:
     return np.bincount(rows.ravel(), minlength=size * n).reshape(size, n)[:, order]
 
 
-def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples: int = 1000, seed: int = 0):
+def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples: int = 1000, random_state: int = 0):
     r"""Point values and 95 % percentile-bootstrap intervals of the four reported metrics.
 
     Parameters
@@ -148,7 +148,7 @@ def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples:
         The objective's recall, predicted positive rate or false positive rate.
     n_resamples : int >= 1, default=1000
         How many bootstrap resamples to draw.
-    seed : int, default=0
+    random_state : int, default=0
         Seed of ``numpy.random.default_rng``.
 
     Returns
@@ -208,7 +208,7 @@ def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples:
     data = SortedScores(positive, score)
     n = data.score.size
     point = metrics_from_counts(data, np.ones((1, n)), spec, target)[0]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(random_state)
     chunk = max(1, MAX_CELLS // n)
     draws = []
     for start in range(0, n_resamples, chunk):

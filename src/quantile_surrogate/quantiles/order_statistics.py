@@ -137,7 +137,7 @@ def lower_mean_quantile(scores: torch.Tensor, level: float, *, weight: torch.Ten
     :math:`\hat q_1` from above (eq. (15)). For a linear model :math:`\hat q_m` is a concave
     function of the weights (the sum of the ``k`` smallest of affine functions is their
     pointwise minimum over subsets), so ``l(f(x_i) - q_m)`` is convex: the precision losses
-    become convex upper bounds (``tests/test_convex_bound.py``). The paper calls
+    become convex upper bounds (``tests/cross/test_convex_bound.py``). The paper calls
     :math:`\hat q_m` itself "convex" in one sentence; concave is what the argument needs.
     With ties the ``k`` smallest order statistics are averaged, the paper's "mean of the
     scores up to the point estimate" counted by rank.

@@ -1,8 +1,25 @@
-"""The rule that lets a fit leave its logistic start only for a held-out gain larger than the noise.
+r"""The one rule core of held-out selection, and its variants: leave a reference only for a gain above the noise.
 
-Used by the K-fold selection (:func:`~._quantile_fit.cross_fit_selection`) and after the
-validation split of :class:`~quantile_surrogate.QuantileClassifier`. NumPy only: it reads
-held-out metrics that the fitting code has already computed.
+Every held-out choice in the package compares entries with a *reference* on :math:`K` held-out
+folds (:math:`K = 1` for a validation split). With :math:`d_k` the paired gains over the
+reference, the core (:func:`clears_bar`) accepts an entry when
+
+.. math::
+    \bar d > z \max\big(\hat\sigma,\ \sigma_0\big), \qquad \bar d > 0, \qquad
+    \hat\sigma = \operatorname{sd}_k(d_k) / \sqrt K \ (0 \text{ for } K = 1),
+
+:math:`z` = ``n_se`` and :math:`\sigma_0` a binomial noise floor (:func:`metric_noises`). The variants differ only in the
+reference, the floor and how the entries that clear the bar are ordered:
+
+- :func:`select_over_start` (QuantileClassifier's K-fold selection): the logistic start, both
+  models' binomial noise, the largest gain (ties: the lower loss);
+- :func:`keep_start_unless_gain` (QuantileClassifier's validation split): the same with one fold;
+- :func:`select_rounds` (boosting's rounds): the log-loss start with ``z = 0``, ties the lower loss;
+- :func:`~._family_rule.select_entries` and :func:`~._family_rule.select_by_family`
+  (QuantileClassifierCV): the start rule in each model family, then between the families.
+
+Why each rule is as it is, with the measurements: ``docs/selection.md``. NumPy only: the rules read
+held-out values that :mod:`._scorer` has already computed.
 """
 
 from __future__ import annotations
@@ -12,19 +29,36 @@ import numpy as np
 from ..objectives import get_objective
 from ..objectives.thresholds import allowed_count
 
-__all__ = ["metric_noise", "metric_noises", "select_over_start"]
+__all__ = ["clears_bar", "keep_start_unless_gain", "metric_noise", "metric_noises", "paired_se",
+           "select_over_start", "select_rounds"]
+
+
+# -- the core ---------------------------------------------------------------------------------------
+def paired_se(gains) -> np.ndarray:
+    r""":math:`\hat\sigma = \operatorname{sd}_k(d_k) / \sqrt K` over axis 0 (ddof 1); zeros for one fold.
+
+    An infinite gain on some fold (a diverged entry or reference) gives a NaN spread, so no bar is passed.
+    """
+    gains = np.asarray(gains, dtype=np.float64)
+    folds = gains.shape[0]
+    with np.errstate(invalid="ignore"):
+        return gains.std(axis=0, ddof=1) / np.sqrt(folds) if folds > 1 else np.zeros(gains.shape[1:])
+
+
+def clears_bar(mean_gain, bar):
+    r"""The test of every rule: :math:`\bar d > \text{bar}` and :math:`\bar d > 0` (NaN never clears)."""
+    with np.errstate(invalid="ignore"):
+        return (mean_gain > bar) & (mean_gain > 0)
 
 
 def metric_noise(objective: str, target: float, y_held, metric, sample_weight=None) -> float:
     r"""The binomial standard error of a held-out metric: :math:`\sqrt{p (1 - p) / n}`.
 
-    The exact metric is a proportion over ``n`` held-out rows: the predicted positives for a
-    precision (``ceil(c n_held)`` rows at a rate ``c``; ``ceil(c P) / p`` at a recall ``c``,
-    with ``P`` the held-out positives and ``p`` the precision), the positives for a recall
-    (``recall_at_fpr``). ``p`` is clipped to ``[1/(2n), 1 - 1/(2n)]`` so that a held-out value
-    of exactly 0 or 1 still has a noise of about one row. With ``sample_weight`` (frequency
-    weights, as everywhere in this package) the counts are sums of weights, so an integer
-    weight counts its row that many times here too.
+    ``n`` is the number of held-out rows the metric is a proportion of: the predicted positives
+    for a precision (``ceil(c n_held)`` rows at a rate ``c``; ``ceil(c P) / p`` at a recall ``c``,
+    ``P`` the held-out positives), the positives for a recall (``recall_at_fpr``); sums of
+    ``sample_weight`` (frequency weights) when given. ``p`` is clipped to
+    ``[1/(2n), 1 - 1/(2n)]``, so a held-out value of exactly 0 or 1 still has about one row's noise.
 
     Parameters
     ----------
@@ -75,39 +109,22 @@ def metric_noises(objective: str, target: float, y_held, metrics, sample_weight=
     return np.where(n > 0, noise, np.where(np.isnan(metrics), np.nan, 0.0))
 
 
+# -- the variants -----------------------------------------------------------------------------------
 def select_over_start(fold_metric, fold_loss, start, noise, n_se: float, candidate_noise=None) -> tuple:
-    r"""The candidate to keep instead of the start, or the start: leave it only for a gain above its noise.
+    r"""The candidate to keep instead of the start, or the start: the core with both models' binomial floor.
 
-    With :math:`m_k(c)` the held-out metric of candidate :math:`c` on fold :math:`k` of
-    :math:`K`, and :math:`s` the start (``start``, an index into the candidate axes), the
-    paired gains :math:`d_k(c) = m_k(c) - m_k(s)` have the mean :math:`\bar d(c)` and the
-    standard error :math:`\hat\sigma(c) = \operatorname{sd}_k(d_k(c)) / \sqrt K`. A candidate
-    is *eligible* when
+    With :math:`m_k(c)` the held-out metric of candidate :math:`c` on fold :math:`k` of :math:`K`
+    and :math:`s` = ``start``, the gains :math:`d_k(c) = m_k(c) - m_k(s)` pass :func:`clears_bar` with
 
     .. math::
-        \bar d(c) > z \, \max\big(\hat\sigma(c),\ \sigma_0(c)\big), \qquad
-        \sigma_0(c) = \tfrac1K \Big(\sum_k \sigma_{0,k}^2 + \sigma_{k}(c)^2\Big)^{1/2}
+        \text{bar}(c) = z \max\big(\hat\sigma(c),\ \sigma_0(c)\big), \qquad
+        \sigma_0(c) = \tfrac1K \Big(\sum_k \sigma_{0,k}^2 + \sigma_{k}(c)^2\Big)^{1/2},
 
-    with :math:`z` = ``n_se``, :math:`\sigma_{0,k}` = ``noise[k]`` the binomial standard
-    error of the start's metric on fold :math:`k` (:func:`metric_noise`) and
-    :math:`\sigma_k(c)` = ``candidate_noise[k, c]`` the candidate's own (0 when not given): the
-    noise of a difference of two proportions taken as independent, which a random restart's
-    held-out values are close to; a candidate trained a few epochs from the start is
-    correlated with it, so for it the floor is conservative. The eligible
-    candidate with the largest :math:`\bar d` wins (ties: the lower mean loss); with none
-    eligible, the start stays. ``n_se=0`` is the plain argmax of the mean metric (a tie keeps the start).
-
-    Why the floor :math:`\sigma_0`: with three folds :math:`\hat\sigma` has 2 degrees of freedom, and a
-    metric on a few held-out rows is coarse (one row of 13 is 0.077), so three equal fold gains
-    give :math:`\hat\sigma = 0` and any gain would pass; the metric's own sampling noise cannot
-    be smaller than about :math:`\sigma_0`. Why the candidate's noise too (since 2026-11-26): with
-    the start's alone, on 47_yeast at 5 % (13 held-out rows per fold at the operating point) a random
-    restart with fold values (0.615, 0.462, 0.538) against the start's (0.538, 0.154, 0.385) passed
-    (0.179 against a bar of 0.145) and lost 0.21 to the start on test, 1 split in 20. Why :math:`z = 2`: the winner is the best of about 30
-    correlated candidates (restarts x epoch counts), whose largest mean gain is biased upwards by
-    about one to two standard errors when none is better than the start (the winner's curse); on
-    the development sets (docs/real_data.md) ``z = 1`` still left the start for such noise and lost
-    to it on test, ``z`` from 2 to 3 did not.
+    :math:`\sigma_{0,k}` = ``noise[k]`` the start's binomial standard error on fold :math:`k` and
+    :math:`\sigma_k(c)` = ``candidate_noise[k, c]`` the candidate's (0 when not given). The passing
+    candidate with the largest :math:`\bar d` wins (ties: the lower mean loss); with none, the start
+    stays. ``n_se=0`` is the plain argmax of the mean metric (a tie keeps the start). Why the
+    floor, why both models' noise and why :math:`z = 2`: ``docs/selection.md``.
 
     Parameters
     ----------
@@ -120,17 +137,15 @@ def select_over_start(fold_metric, fold_loss, start, noise, n_se: float, candida
     n_se : float >= 0
         :math:`z`.
     candidate_noise : ndarray of the shape of ``fold_metric``, optional
-        Each candidate's binomial standard error on each fold (:func:`metric_noises`); NaN where
-        a candidate does not exist.
+        Each candidate's binomial standard error on each fold (:func:`metric_noises`).
 
     Returns
     -------
     (index, record) : tuple
         The chosen candidate's index (a tuple) and a dict of ``mean_gain`` and ``gain_se`` (arrays
         of the candidate shape), ``noise_floor`` (the start's part,
-        :math:`\tfrac1K (\sum_k \sigma_{0,k}^2)^{1/2}`), ``floor`` (the array :math:`\sigma_0(c)`),
-        ``bar`` (the array :math:`z \max(\hat\sigma, \sigma_0(c))`) and ``eligible`` (the boolean array of candidates that
-        pass the rule, the start excluded), for callers that order the eligible candidates otherwise.
+        :math:`\tfrac1K (\sum_k \sigma_{0,k}^2)^{1/2}`), ``floor`` (:math:`\sigma_0(c)`), ``bar`` and
+        ``eligible`` (the candidates that pass, the start excluded).
 
     Examples
     --------
@@ -145,21 +160,57 @@ def select_over_start(fold_metric, fold_loss, start, noise, n_se: float, candida
     """
     fold_metric = np.asarray(fold_metric, dtype=np.float64)
     folds = fold_metric.shape[0]
-    with np.errstate(invalid="ignore"):  # a diverged candidate (-inf) has a NaN spread: it is never eligible
+    with np.errstate(invalid="ignore"):
         gains = fold_metric - fold_metric[(slice(None), *start)].reshape((folds,) + (1,) * (fold_metric.ndim - 1))
         mean_gain = gains.mean(axis=0)
-        gain_se = gains.std(axis=0, ddof=1) / np.sqrt(folds) if folds > 1 else np.zeros_like(mean_gain)
+    gain_se = paired_se(gains)
     start_variance = float(np.sum(np.square(noise)))
-    floor = float(np.sqrt(start_variance) / folds)
     own = 0.0 if candidate_noise is None else np.sum(np.square(np.asarray(candidate_noise, dtype=np.float64)), axis=0)
     floors = np.broadcast_to(np.sqrt(start_variance + own) / folds, mean_gain.shape)
     bar = n_se * np.maximum(gain_se, floors)
-    with np.errstate(invalid="ignore"):
-        eligible = np.isfinite(mean_gain) & (mean_gain > bar) & (mean_gain > 0)
+    eligible = clears_bar(mean_gain, bar)
     eligible[start] = False
-    record = dict(mean_gain=mean_gain, gain_se=gain_se, noise_floor=floor, floor=floors, bar=bar, eligible=eligible)
+    record = dict(mean_gain=mean_gain, gain_se=gain_se, noise_floor=float(np.sqrt(start_variance) / folds),
+                  floor=floors, bar=bar, eligible=eligible)
     if not eligible.any():
         return tuple(int(i) for i in start), record
     mean_loss = np.nan_to_num(np.asarray(fold_loss, dtype=np.float64).mean(axis=0), nan=np.inf)
     order = np.lexsort((mean_loss.ravel(), -np.where(eligible, mean_gain, -np.inf).ravel()))
     return tuple(int(i) for i in np.unravel_index(order[0], mean_gain.shape)), record
+
+
+def keep_start_unless_gain(chosen: float, start: float, noise: float, n_se: float) -> dict:
+    r"""One fold (a validation split): keep the start unless ``chosen - start`` clears :math:`z \sigma_0`.
+
+    ``noise`` is :math:`\sigma_0`, the binomial standard error of the difference of the two
+    validation metrics (both models' :func:`metric_noise`, taken as independent). Returns
+    ``validation_gain``, ``noise_floor`` and ``start_kept``, the record ``QuantileClassifier.selection_`` keeps.
+
+    Examples
+    --------
+    >>> keep_start_unless_gain(0.62, 0.60, 0.015, 2.0)["start_kept"]  # 0.02 < 2 x 0.015
+    True
+    """
+    gain = chosen - start
+    return dict(validation_gain=gain, noise_floor=noise, start_kept=not bool(clears_bar(gain, n_se * noise)))
+
+
+def select_rounds(metric, loss) -> int:
+    """Boosting's number of quantile rounds: the best mean held-out metric, the start (round 0) winning ties.
+
+    The core with ``z = 0`` against round 0: a round is kept only where it raised the metric;
+    among the rounds at the best metric, the lowest held-out loss (NaN: not computed) wins.
+
+    Examples
+    --------
+    >>> select_rounds(np.array([0.5, 0.6, 0.6]), np.array([1.0, 0.9, 0.8]))
+    2
+    >>> select_rounds(np.array([0.6, 0.6]), np.array([1.0, 0.1]))  # a tie keeps the start
+    0
+    """
+    best = np.flatnonzero(metric == metric.max())
+    with np.errstate(invalid="ignore"):  # every round -inf: a NaN gain, the start stays
+        gain = metric[best[0]] - metric[0]
+    if not clears_bar(gain, 0.0):
+        return 0
+    return int(best[np.nanargmin(loss[best])])

@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from ._loop import TrainingLoop
-from .sampling import MIN_GROUP_SUBSET_ROWS, SubsetBatchSampler
+from .sampling import SubsetBatchSampler
 from ._state import TrainingData, TrainingSettings, TrainResult
 from ._steps import EpochSteps
 from ._streaming import LoaderSteps, check_loader, check_loader_options, is_loader
@@ -40,20 +40,10 @@ from .._utils.checks import (
     check_training_data,
 )
 from ..losses import SURROGATES
-from ..objectives import (
-    OBJECTIVES,
-    get_objective,
-    objective_loss,
-    objective_metric,
-    predict_scores,
-    subset_mask,
-    training_loss,
-)
+from ..objectives import OBJECTIVES, get_objective, subset_mask
 from ..quantiles import resolve_quantile
 
-# The names imported above from ..objectives (OBJECTIVES, predict_scores, ...), .sampling
-# (MIN_GROUP_SUBSET_ROWS) and .._utils.errors (TrainingDivergedError) stay importable from here;
-# they are documented where they live.
+# TrainingDivergedError (from .._utils.errors) stays importable from here, where training raises it.
 __all__ = [
     "train",
     "TrainResult",
@@ -82,7 +72,7 @@ def train(
     surrogate: str = "logistic",
     learning_rate: float = 0.01,
     momentum: float = 0.9,
-    weight_decay: float = 0.0,
+    alpha: float = 0.0,
     batch_size: int | None = None,
     subset_batch_size: int | None = None,
     subset_from_batch: bool = False,
@@ -103,7 +93,7 @@ def train(
     random_state: int | None = None,
     checkpoint=None,
     callback: Callable | None = None,
-    progress: bool = False,
+    verbose: bool = False,
 ) -> TrainResult:
     r"""Minimise the objective's quantile surrogate loss by Algorithm 1 and return the best restart.
 
@@ -134,8 +124,11 @@ def train(
         For ``precision_at_rate``: eq. (9) or (10).
     quantile, bandwidth, surrogate
         As in :func:`quantile_surrogate.losses.rate_constrained_loss`.
-    learning_rate, momentum, weight_decay : float
+    learning_rate, momentum : float
         ``torch.optim.SGD`` settings.
+    alpha : float >= 0
+        The L2 penalty: ``torch.optim.SGD``'s ``weight_decay`` on the weights (not the biases), the
+        estimators' ``alpha``.
     batch_size : int or None
         Rows per minibatch; None for the full batch.
     subset_batch_size : int or None
@@ -202,7 +195,7 @@ def train(
     callback : callable, optional
         Called after every epoch (after the checkpoint) with a dict: restart, epoch, loss,
         threshold, model. An exception raised in it stops training.
-    progress : bool
+    verbose : bool
         Show a tqdm bar over epochs with the loss and the current threshold.
 
     Returns
@@ -289,13 +282,13 @@ def train(
     """
     settings = _check_settings(
         objective=objective, target=target, form=form, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
-        learning_rate=learning_rate, momentum=momentum, weight_decay=weight_decay, batch_size=batch_size,
+        learning_rate=learning_rate, momentum=momentum, weight_decay=alpha, batch_size=batch_size,
         subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch, max_epochs=max_epochs,
         n_restarts=n_restarts, init=init, init_alpha=init_alpha, early_stopping=early_stopping,
         n_iter_no_change=n_iter_no_change, tol=tol, select=select, monitor=monitor)
     steps, validation = _checked_data(X, y, groups, sample_weight, validation, validation_weight, settings,
                                       checkpoint)
-    loop = TrainingLoop(settings, model, steps, validation, validation_metric, callback, progress)
+    loop = TrainingLoop(settings, model, steps, validation, validation_metric, callback, verbose)
     return loop.run(random_state, checkpoint)
 
 
@@ -312,7 +305,7 @@ def _check_settings(**settings) -> TrainingSettings:
     resolve_quantile(settings["quantile"], settings["bandwidth"])
     settings["learning_rate"] = check_finite_number(settings["learning_rate"], "learning_rate", low=0.0,
                                                     low_inclusive=False)
-    settings["weight_decay"] = check_finite_number(settings["weight_decay"], "weight_decay", low=0.0,
+    settings["weight_decay"] = check_finite_number(settings["weight_decay"], "alpha", low=0.0,
                                                    low_inclusive=True)
     settings["momentum"] = check_finite_number(settings["momentum"], "momentum", low=0.0, low_inclusive=True,
                                                high=1.0)

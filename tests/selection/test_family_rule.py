@@ -1,0 +1,37 @@
+"""The ranking and the family rule on constructed held-out arrays (end to end: tests/estimators/test_cv.py)."""
+
+import numpy as np
+
+from quantile_surrogate.selection._family_rule import rank_candidates, select_by_family, select_entries
+
+
+def test_the_ranking_puts_a_logistic_start_then_the_earlier_candidate_then_the_lower_loss_first():
+    mean_metric = np.array([[[0.6, 0.7, 0.7]], [[0.7, 0.7, np.nan]]])
+    mean_loss = np.array([[[1.0, 0.5, 0.4]], [[0.9, 0.1, 0.0]]])
+    is_start = np.array([[1.0, 0.0, 0.0]])
+    assert rank_candidates(mean_metric, mean_loss, is_start).tolist() == [3, 2, 1, 4, 0, 5]
+
+
+def test_without_a_reference_each_candidate_keeps_its_best_entry():
+    metric = np.array([[[[0.5, 0.6]]], [[[0.7, 0.4]]]]).repeat(3, axis=1)  # (candidates, folds, restarts, epochs)
+    chosen, entries, record = select_entries(metric, np.zeros_like(metric), np.zeros((1, 2)), None,
+                                             [np.ones(10)] * 3, "precision_at_recall", 0.9, 2.0)
+    assert chosen == 1 and entries == [(0, 1), (0, 0)] and record is None
+
+
+def test_families_within_noise_are_told_apart_by_average_precision():
+    # Two families of one candidate each; the MLP's mean is 0.01 higher, far within the binomial noise of 20 rows.
+    base = np.array([0.5, 0.6, 0.55])
+    metric = np.empty((2, 3, 1, 2))  # (candidates, folds, restarts, epochs)
+    metric[0, :, 0, 0], metric[0, :, 0, 1] = base, base + 0.01
+    metric[1, :, 0, 0], metric[1, :, 0, 1] = base + 0.01, base + 0.02
+    ranking = np.zeros_like(metric)
+    ranking[0] = 0.9  # the linear family ranks better
+    labels = [np.r_[np.ones(20), np.zeros(80)]] * 3
+    is_start = np.array([[1.0, 0.0]])
+    chosen, _, record = select_by_family(metric, np.zeros_like(metric), is_start, [[0], [1]], labels,
+                                         "precision_at_recall", 0.9, 2.0, ranking=ranking)
+    assert record["family_within_noise"].all() and chosen == 0
+    chosen, _, record = select_by_family(metric, np.zeros_like(metric), is_start, [[0], [1]], labels,
+                                         "precision_at_recall", 0.9, 0.0, ranking=ranking)
+    assert not record["family_within_noise"][0] and chosen == 1  # z = 0: only exact ties are within noise
