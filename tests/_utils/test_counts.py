@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantile_surrogate._utils.counts import ROUNDING_MESSAGE, count
+from tests._messages import exact
 
 
 def exact_count(level: Fraction, size: int, rounding: str, at_least_one: bool = True) -> int:
@@ -69,6 +70,5 @@ def test_a_mass_keeps_its_scale():
 
 @pytest.mark.parametrize("rounding", ["round", "nearest", ""])
 def test_unknown_rounding(rounding):
-    with pytest.raises(ValueError, match=ROUNDING_MESSAGE.format(value=rounding).replace("(", r"\(")
-                       .replace(")", r"\)").split(";")[0]):
+    with pytest.raises(ValueError, match=exact(ROUNDING_MESSAGE, value=rounding)):
         count(0.5, 10, rounding)

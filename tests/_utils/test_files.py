@@ -10,10 +10,13 @@ import stat
 import pytest
 
 from quantile_surrogate._utils import files as _files
-from quantile_surrogate._utils.files import (OutputPathError, WriteError, atomic_write, atomic_writes, check_output,
-                                      output_folder)
+from quantile_surrogate._utils.files import (ALSO_INPUT_MESSAGE, CANNOT_WRITE_MESSAGE, FOLDER_MESSAGE, NO_FOLDER_REASON,
+                                             NOT_REGULAR_MESSAGE, PART_IS_FILE_REASON, STDOUT_IS_INPUT_MESSAGE,
+                                             OutputPathError, WriteError, atomic_write, atomic_writes, check_output,
+                                             output_folder)
 
 from tests._cli import deny_temporary_files, full_disk, snapshot
+from tests._messages import exact, prefix
 
 
 def write_text(text):
@@ -72,7 +75,7 @@ def test_an_input_is_never_replaced(tmp_path):
     os.link(data, tmp_path / "hard.csv")
     before = snapshot(tmp_path)
     for out in (data, tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "." / "data.csv"):
-        with pytest.raises(OutputPathError, match="also an input"):
+        with pytest.raises(OutputPathError, match=exact(ALSO_INPUT_MESSAGE, path=out, source=data)):
             atomic_write(out, write_text("oops"), inputs=[data])
     assert snapshot(tmp_path) == before
 
@@ -92,7 +95,10 @@ def test_a_non_regular_file_is_never_replaced(tmp_path, kind):
         os.mkfifo(tmp_path / "fifo")
         target.symlink_to(tmp_path / "fifo")
     before = snapshot(tmp_path)
-    with pytest.raises(OutputPathError, match="not a regular file; it is not replaced"):
+    kinds = {"folder": "a folder", "socket": "a socket"}
+    via = f" (through the link to {tmp_path / 'fifo'})" if kind == "link to fifo" else ""
+    with pytest.raises(OutputPathError, match=exact(NOT_REGULAR_MESSAGE, path=target,
+                                                    kind=kinds.get(kind, "a FIFO (named pipe)"), via=via)):
         atomic_write(target, write_text("x"))
     assert snapshot(tmp_path) == before
 
@@ -113,29 +119,31 @@ def test_a_link_is_written_through_and_kept(tmp_path):
     assert (tmp_path / "real" / "new.txt").read_text() == "made" and dangling.is_symlink()
 
 
-@pytest.mark.parametrize("where, message", [("missing/out.txt", "the folder missing does not exist"),
-                                            ("file.txt/out.txt", "file.txt is a file, not a folder"),
-                                            ("file.txt/deeper/out.txt", "file.txt is a file, not a folder")])
-def test_a_missing_folder_or_a_file_in_its_place(tmp_path, monkeypatch, where, message):
+@pytest.mark.parametrize("where, reason", [("missing/out.txt", NO_FOLDER_REASON.format(folder="missing")),
+                                           ("file.txt/out.txt", PART_IS_FILE_REASON.format(part="file.txt")),
+                                           ("file.txt/deeper/out.txt", PART_IS_FILE_REASON.format(part="file.txt"))])
+def test_a_missing_folder_or_a_file_in_its_place(tmp_path, monkeypatch, where, reason):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "file.txt").write_text("a file")
     before = snapshot(tmp_path)
-    with pytest.raises(WriteError, match=message):
+    with pytest.raises(WriteError, match=exact(CANNOT_WRITE_MESSAGE, path=where, reason=reason)):
         atomic_write(where, write_text("x"))
     assert snapshot(tmp_path) == before
 
 
 def test_a_full_disk_names_the_output_and_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(_files.os, "fsync", full_disk)
-    with pytest.raises(WriteError, match=r"out\.txt: cannot write \(No space left on device\)"):
-        atomic_write(tmp_path / "out.txt", write_text("x"))
+    out = tmp_path / "out.txt"
+    with pytest.raises(WriteError, match=exact(CANNOT_WRITE_MESSAGE, path=out, reason="No space left on device")):
+        atomic_write(out, write_text("x"))
     assert snapshot(tmp_path) == {}
 
 
 def test_permission_denied_by_a_mock_and_by_a_read_only_folder(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         deny_temporary_files(patch)
-        with pytest.raises(WriteError, match=r"out\.txt: cannot write \(Permission denied\)"):
+        with pytest.raises(WriteError, match=exact(CANNOT_WRITE_MESSAGE, path=tmp_path / "out.txt",
+                                                   reason="Permission denied")):
             atomic_write(tmp_path / "out.txt", write_text("x"))
     assert snapshot(tmp_path) == {}
     if os.geteuid() == 0:
@@ -144,7 +152,8 @@ def test_permission_denied_by_a_mock_and_by_a_read_only_folder(tmp_path, monkeyp
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        with pytest.raises(WriteError, match="Permission denied"):
+        with pytest.raises(WriteError, match=exact(CANNOT_WRITE_MESSAGE, path=locked / "out.txt",
+                                                   reason="Permission denied")):
             atomic_write(locked / "out.txt", write_text("x"))
     finally:
         locked.chmod(0o700)
@@ -154,7 +163,7 @@ def test_atomic_writes_is_all_or_nothing_before_the_moves(tmp_path):
     (tmp_path / "a.txt").write_text("old a")
 
     before = snapshot(tmp_path)
-    with pytest.raises(WriteError, match="b.txt"):
+    with pytest.raises(WriteError, match=prefix(CANNOT_WRITE_MESSAGE, path=tmp_path / "b.txt")):
         atomic_writes([(tmp_path / "a.txt", write_text("new a")), (tmp_path / "b.txt", full_disk)])
     assert snapshot(tmp_path) == before
     # every path is checked before anything is written
@@ -173,7 +182,8 @@ def test_output_folder_creates_and_cleans_up(tmp_path):
             raise RuntimeError
     assert not (tmp_path / "c").exists()  # the folders it made are gone again
     (tmp_path / "file").write_text("f")
-    with pytest.raises(WriteError, match="is a file"):
+    reason = f"{tmp_path / 'file'} is a file"
+    with pytest.raises(WriteError, match=exact(FOLDER_MESSAGE, path=tmp_path / "file" / "sub", reason=reason)):
         with output_folder(tmp_path / "file" / "sub"):
             pass
     assert (tmp_path / "file").read_text() == "f"
@@ -191,7 +201,7 @@ def test_check_stdout_refuses_appending_to_an_input(tmp_path, monkeypatch):
     data.write_text("x\n1\n")
     with open(data, "a") as handle:
         monkeypatch.setattr(_files.sys, "stdout", handle)
-        with pytest.raises(OutputPathError, match="standard output is the input file"):
+        with pytest.raises(OutputPathError, match=exact(STDOUT_IS_INPUT_MESSAGE, source=data)):
             _files.check_stdout([data])
         _files.check_stdout([tmp_path / "missing.csv"])  # nothing to compare with: fine
 

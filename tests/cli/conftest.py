@@ -1,4 +1,6 @@
-"""Fixtures of the command-line tests: a small training file and a model fitted on it."""
+"""Fixtures of the command-line tests: a small training file and a model fitted on it; a refusal's check."""
+
+import string
 
 import pytest
 
@@ -12,7 +14,6 @@ def csv(tmp_path):
     return path
 
 
-
 @pytest.fixture
 def fitted(tmp_path, csv, capsys):
     model = tmp_path / "model.qs"
@@ -20,7 +21,6 @@ def fitted(tmp_path, csv, capsys):
                         "--out", model], capsys)
     assert code == 0, err
     return model, err
-
 
 
 def assert_refused(tmp_path, capsys, argv, code, *fragments):
@@ -31,3 +31,14 @@ def assert_refused(tmp_path, capsys, argv, code, *fragments):
     assert_one_line_error(err, *fragments)
     assert snapshot(tmp_path) == before
 
+
+def text(message: str, **fields) -> str:
+    """A message constant's text up to its first field not in ``fields`` (the fragment ``assert_refused`` looks for)."""
+    head = ""
+    for literal, field, spec, conversion in string.Formatter().parse(message):
+        head += literal
+        if field is None or field not in fields:
+            break
+        value = fields[field]
+        head += format(repr(value) if conversion == "r" else value, spec)
+    return head

@@ -1,7 +1,7 @@
 """`quantile-surrogate evaluate` (cli/_evaluate.py) on small files, through cli.main.
 
 Every bad input ends in exit status 1 (bad data) or 2 (bad option), one line on stderr without a
-traceback, and no file created, changed or left behind. Output paths: test_outputs.py.
+traceback, and no file created, changed or left behind. Output paths: tests/cross/test_cli_outputs.py.
 """
 
 import numpy as np

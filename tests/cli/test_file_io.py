@@ -7,6 +7,8 @@ import pytest
 from quantile_surrogate.cli import _file_io
 from quantile_surrogate.cli._file_io import InputError, iter_table, read_header, read_table
 
+from tests._messages import exact, prefix
+
 
 def test_categorical_inference():
     frame = pd.DataFrame({"n": [1, 2, 3, 4], "t": ["a", "b", "a", "c"], "mostly_numbers": ["1", "2", "x", "4"],
@@ -24,7 +26,7 @@ def test_the_header_as_written_not_as_pandas_renames_it(tmp_path):
     path.write_text(",a,b\n0,1,2\n")
     assert read_header(path) == {"Unnamed: 0": None, "a": None, "b": None}
     path.write_text("a,b,a\n1,2,3\n")  # pandas reads this as a, b, a.1
-    with pytest.raises(InputError, match="names column 'a' more than once"):
+    with pytest.raises(InputError, match=exact(_file_io.DUPLICATED_COLUMN_MESSAGE, path=path, column="a")):
         read_header(path)
     path.write_text("a,a.1\n1,2\n")  # a real column called a.1 is fine
     assert list(read_header(path)) == ["a", "a.1"]
@@ -46,9 +48,10 @@ def test_chunks_cover_the_file_in_order(tmp_path, suffix, chunk_rows):
 def test_a_row_with_too_many_fields_is_an_error_not_dropped(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("x,y\n1,0\n2,1,7,8\n")
-    with pytest.raises(InputError, match="cannot be read as CSV .*Expected 2 fields in line 3"):
+    unreadable = prefix(_file_io.UNREADABLE_MESSAGE, path=path, kind="CSV")
+    with pytest.raises(InputError, match=unreadable + ".*Expected 2 fields in line 3"):  # pandas' reason, kept
         list(iter_table(path, ["x"]))
-    with pytest.raises(InputError, match="cannot be read as CSV"):
+    with pytest.raises(InputError, match=unreadable):
         read_table(path, skip=["y"])
 
 
@@ -63,3 +66,29 @@ def test_column_warnings_need_enough_rows():
     big = pd.DataFrame({"name": [f"n{i}" for i in range(10)], "kind": ["a", "b"] * 5})
     found = _file_io.column_warnings(big, {"numeric": [], "categorical": ["name", "kind"]}, "f.csv")
     assert len(found) == 1 and "column 'name'" in found[0]
+
+
+def test_schema_refuses_a_missing_categorical_column_and_a_file_without_features():
+    frame = pd.DataFrame({"x": [1.0, 2.0], "c": ["u", "v"], "y": [0, 1]})
+    assert _file_io.schema_of(frame, "y", [], [], "f.csv") == {"numeric": ["x"], "categorical": ["c"]}
+    assert _file_io.schema_of(frame, "y", [], ["x"], "f.csv") == {"numeric": [], "categorical": ["x", "c"]}
+    with pytest.raises(InputError, match=exact(_file_io.CATEGORICAL_MISSING_MESSAGE, path="f.csv", column="z",
+                                               also_dropped="")):
+        _file_io.schema_of(frame, "y", [], ["z"], "f.csv")
+    with pytest.raises(InputError, match=exact(_file_io.CATEGORICAL_MISSING_MESSAGE, path="f.csv", column="c",
+                                               also_dropped=_file_io.CATEGORICAL_ALSO_DROPPED)):
+        _file_io.schema_of(frame, "y", ["c"], ["c"], "f.csv")
+    with pytest.raises(InputError, match=exact(_file_io.NO_FEATURES_MESSAGE, path="f.csv", label="y")):
+        _file_io.schema_of(frame, "y", ["x", "c"], [], "f.csv")
+
+
+def test_labels_take_the_larger_class_as_positive_unless_told():
+    frame = pd.DataFrame({"y": ["no", "yes", "yes"]})
+    y, classes = _file_io.labels(frame, "y", "f.csv")
+    assert y.tolist() == [0, 1, 1] and classes == ["no", "yes"]
+    y, classes = _file_io.labels(frame, "y", "f.csv", positive="no")
+    assert y.tolist() == [1, 0, 0] and classes == ["yes", "no"]
+    many = pd.DataFrame({"y": list("abcdefg")})
+    with pytest.raises(InputError, match=exact(_file_io.CLASS_COUNT_MESSAGE, path="f.csv", column="y", count=7,
+                                               classes_word="classes", shown="'a', 'b', 'c', 'd', 'e', ...")):
+        _file_io.labels(many, "y", "f.csv")

@@ -1,7 +1,7 @@
 """`quantile-surrogate fit` (cli/_fit.py) on small files, through cli.main in this process.
 
 Every bad input ends in exit status 1 (bad data) or 2 (bad option), one line on stderr without a
-traceback, and no file created, changed or left behind. Output paths: test_outputs.py.
+traceback, and no file created, changed or left behind. Output paths: tests/cross/test_cli_outputs.py.
 """
 
 import numpy as np
@@ -9,48 +9,59 @@ import pandas as pd
 import pytest
 
 from quantile_surrogate import __version__
-from quantile_surrogate.cli import _file_io
+from quantile_surrogate.cli import _args, _evaluate, _file_io, _fit
 from quantile_surrogate.cli.model_file import load_model
 
 from tests._cli import FIT, make_frame, run
-from tests.cli.conftest import assert_refused
+from tests.cli.conftest import assert_refused, text
+
+M = _file_io  # the messages of the file's checks
 
 
 def test_missing_label_column(tmp_path, csv, capsys):
     assert_refused(tmp_path, capsys, [*FIT[:2], "target", *FIT[3:], csv, "--out", tmp_path / "m.qs"], 1,
-                   str(csv), "column 'target'", "missing")
+                   M.LABEL_MISSING_MESSAGE.format(path=csv, column="target", columns="x1, x2, colour, y"))  # id: --drop
 
 
-@pytest.mark.parametrize("content, fragments", [
-    ("x,y\n1.0,1\n2.0,1\n3.0,1\n", ["column 'y'", "1 class", "exactly two"]),
-    ("x,y\n1,a\n2,b\n3,c\n4,a\n", ["column 'y'", "3 classes"]),
-    ("x,y\n1,0\n2,\n3,1\n", ["column 'y'", "1 empty cells", "data row 2"]),
-    ("", ["the file is empty"]),
-    ("x,y\n", ["no data rows"]),
-    ("x,z,y\n1.5,a,0\n2.5,b,1\noops,a,0\n3.0,b,1\n", ["column 'x'", "data row 3", "'oops'", "--categorical x"]),
-    ("x,y\n1.5,0\n,1\n3.0,1\n", ["column 'x'", "1 empty or infinite cells", "data row 2"]),
-    ("x,y\n1.5,0\ninf,1\n3.0,1\n", ["column 'x'", "1 empty or infinite cells", "data row 2"]),
-    ("x,x,y\n1,2,0\n3,4,1\n", ["column 'x' more than once"]),
-    ("a,b,a,y\n1,2,3,0\n3,4,5,1\n", ["column 'a' more than once"]),
-    ("x,y\n1,0\n2,1,7,8\n", ["cannot be read as CSV", "Expected 2 fields"]),
-    ("x,y\n1,0\n2,1\n", ["--drop", "'nope'"]),
+@pytest.mark.parametrize("content, extra, message, fields", [
+    ("x,y\n1.0,1\n2.0,1\n3.0,1\n", [], M.CLASS_COUNT_MESSAGE,
+     dict(column="y", count=1, classes_word="class", shown="1")),
+    ("x,y\n1,a\n2,b\n3,c\n4,a\n", [], M.CLASS_COUNT_MESSAGE,
+     dict(column="y", count=3, classes_word="classes", shown="'a', 'b', 'c'")),
+    ("x,y\n1,0\n2,\n3,1\n", [], M.LABEL_EMPTY_MESSAGE, dict(column="y", count=1, row=2)),
+    ("", [], M.EMPTY_FILE_MESSAGE, {}),
+    ("x,y\n", [], M.NO_ROWS_MESSAGE, {}),
+    ("x,z,y\n1.5,a,0\n2.5,b,1\noops,a,0\n3.0,b,1\n", [], M.NUMERIC_TEXT_MESSAGE,
+     dict(column="x", row=3, value="'oops'")),
+    ("x,y\n1.5,0\n,1\n3.0,1\n", [], M.NONFINITE_CELLS_MESSAGE, dict(column="x", count=1, row=2)),
+    ("x,y\n1.5,0\ninf,1\n3.0,1\n", [], M.NONFINITE_CELLS_MESSAGE, dict(column="x", count=1, row=2)),
+    ("x,x,y\n1,2,0\n3,4,1\n", [], M.DUPLICATED_COLUMN_MESSAGE, dict(column="x")),
+    ("a,b,a,y\n1,2,3,0\n3,4,5,1\n", [], M.DUPLICATED_COLUMN_MESSAGE, dict(column="a")),
+    ("x,y\n1,0\n2,1\n", ["--drop", "nope"], M.DROPPED_MISSING_MESSAGE, dict(column="nope", columns="x, y")),
 ])
-def test_bad_training_files(tmp_path, capsys, content, fragments):
+def test_bad_training_files(tmp_path, capsys, content, extra, message, fields):
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    extra = ["--drop", "nope"] if "--drop" in fragments else []
     assert_refused(tmp_path, capsys, ["fit", path, "--label", "y", "--target", "0.9", "--out", tmp_path / "m.qs",
-                                      *extra], 1, str(path), *fragments)
+                                      *extra], 1, message.format(path=path, **fields))
+
+
+def test_a_row_with_too_many_fields(tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    path.write_text("x,y\n1,0\n2,1,7,8\n")
+    assert_refused(tmp_path, capsys, ["fit", path, "--label", "y", "--target", "0.9", "--out", tmp_path / "m.qs"], 1,
+                   text(M.UNREADABLE_MESSAGE, path=path, kind="CSV"), "Expected 2 fields")  # pandas' reason, kept
 
 
 def test_missing_file_folder_and_unreadable_parquet(tmp_path, capsys):
     assert_refused(tmp_path, capsys, ["fit", tmp_path / "nope.csv", "--label", "y", "--target", "0.9"], 1,
-                   "nope.csv", "no such file")
-    assert_refused(tmp_path, capsys, ["fit", tmp_path, "--label", "y", "--target", "0.9"], 1, "not a regular file")
+                   M.NO_SUCH_FILE_MESSAGE.format(path=tmp_path / "nope.csv"))
+    assert_refused(tmp_path, capsys, ["fit", tmp_path, "--label", "y", "--target", "0.9"], 1,
+                   M.NOT_REGULAR_FILE_MESSAGE.format(path=tmp_path))
     bad = tmp_path / "bad.parquet"
     bad.write_text("not parquet")
-    assert_refused(tmp_path, capsys, ["fit", bad, "--label", "y", "--target", "0.9"], 1, "bad.parquet",
-                   "cannot be read as Parquet")
+    assert_refused(tmp_path, capsys, ["fit", bad, "--label", "y", "--target", "0.9"], 1,
+                   text(M.UNREADABLE_MESSAGE, path=bad, kind="Parquet"))
 
 
 def test_parquet_with_a_list_column_or_duplicated_names(tmp_path, capsys):
@@ -61,59 +72,76 @@ def test_parquet_with_a_list_column_or_duplicated_names(tmp_path, capsys):
     frame["tags"] = [[1, 2]] * 40
     frame.to_parquet(tmp_path / "lists.parquet")
     assert_refused(tmp_path, capsys, [*FIT, tmp_path / "lists.parquet", "--out", tmp_path / "m.qs"], 1,
-                   "column 'tags' holds lists or records", "list<", "--drop tags")
+                   text(M.NESTED_COLUMN_MESSAGE, path=tmp_path / "lists.parquet", column="tags"), "list<",
+                   "; " + M.NESTED_FIX_DROP.format(column="tags") + ".")
     table = pa.table({"a": [1.0, 2.0], "b": [3.0, 4.0], "y": [0, 1]}).rename_columns(["a", "a", "y"])
     pq.write_table(table, tmp_path / "dup.parquet")
     assert_refused(tmp_path, capsys, ["fit", tmp_path / "dup.parquet", "--label", "y", "--target", "0.9"], 1,
-                   "column 'a' more than once")
+                   M.DUPLICATED_COLUMN_MESSAGE.format(path=tmp_path / "dup.parquet", column="a"))
     code, _, err = run([*FIT, tmp_path / "lists.parquet", "--drop", "id", "tags", "--out", tmp_path / "m.qs"], capsys)
     assert code == 0, err  # dropped, the list column is fine
 
 
 def test_fit_with_too_few_rows_for_the_guarantee(tmp_path, csv, capsys):
     assert_refused(tmp_path, capsys, [*FIT, csv, "--target", "0.99", "--delta", "0.01", "--out", tmp_path / "h.qs"],
-                   1, str(csv), "needs at least 459 held-out positive rows")
+                   1, text(_fit.FIT_FAILED_MESSAGE, path=csv) + "Guaranteeing",  # the guarantee's own message
+                   "needs at least 459 held-out positive rows")
 
 
 def test_numbers_are_shown_as_the_user_wrote_them(tmp_path, capsys):
     frame = make_frame(60).assign(y=lambda f: (f.y == "yes").astype(int))
     frame.to_csv(tmp_path / "ints.csv", index=False)
     assert_refused(tmp_path, capsys, [*FIT, tmp_path / "ints.csv", "--positive", "5"], 1,
-                   "has no class '5' (--positive); its classes are 0 and 1.")
+                   M.NO_POSITIVE_CLASS_MESSAGE.format(path=tmp_path / "ints.csv", column="y", positive="'5'", first="0",
+                                                      second="1"))
     code, _, err = run([*FIT, tmp_path / "ints.csv", "--out", tmp_path / "m.qs"], capsys)
     assert code == 0, err
     frame.assign(y=np.where(frame.index == 7, 2, frame.y)).to_csv(tmp_path / "test.csv", index=False)
     argv = ["evaluate", tmp_path / "m.qs", tmp_path / "test.csv", "--out-dir", tmp_path / "r"]
-    assert_refused(tmp_path, capsys, argv, 1, "column 'y' holds 2 at data row 8; the model knows only 0 and 1.")
+    assert_refused(tmp_path, capsys, argv, 1, _evaluate.UNKNOWN_LABEL_MESSAGE.format(
+        path=tmp_path / "test.csv", column="y", value="2", row=8, first="0", second="1"))
 
 
-@pytest.mark.parametrize("argv, fragments", [
-    (["--target", "1.5"], ["--target", "strictly between 0 and 1", "got '1.5'"]),
-    (["--target", "0"], ["--target", "strictly between 0 and 1"]),
-    (["--target", "1"], ["--target", "strictly between 0 and 1"]),
-    (["--target", "-0.2"], ["--target", "strictly between 0 and 1"]),
-    (["--target", "nan"], ["--target", "strictly between 0 and 1"]),
-    (["--target", "0.9", "--delta", "0"], ["--delta", "strictly between 0 and 1"]),
-    (["--target", "0.9", "--delta", "0.1", "--calibration-size", "1.5"], ["--calibration-size"]),
-    (["--target", "0.9", "--max-epochs", "0"], ["--max-epochs", "integer >= 1", "got '0'"]),
-    (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "8,0"], ["--hidden-layer-sizes"]),
-    (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "a"], ["--hidden-layer-sizes"]),
-    (["--target", "0.9", "--objective", "accuracy"], ["--objective", "invalid choice"]),
+TARGET_EXAMPLE, DELTA_EXAMPLE, SIZE_EXAMPLE = "0.95 for recall 95 %", "0.05 for a 95 % guarantee", \
+    "0.3 to hold out 30 % of the rows"
+
+
+@pytest.mark.parametrize("argv, option, message", [
+    (["--target", "1.5"], "--target", _args.UNIT_INTERVAL_MESSAGE.format(text="1.5", example=TARGET_EXAMPLE)),
+    (["--target", "0"], "--target", _args.UNIT_INTERVAL_MESSAGE.format(text="0", example=TARGET_EXAMPLE)),
+    (["--target", "1"], "--target", _args.UNIT_INTERVAL_MESSAGE.format(text="1", example=TARGET_EXAMPLE)),
+    (["--target", "-0.2"], "--target", _args.UNIT_INTERVAL_MESSAGE.format(text="-0.2", example=TARGET_EXAMPLE)),
+    (["--target", "nan"], "--target", _args.UNIT_INTERVAL_MESSAGE.format(text="nan", example=TARGET_EXAMPLE)),
+    (["--target", "0.9", "--delta", "0"], "--delta",
+     _args.UNIT_INTERVAL_MESSAGE.format(text="0", example=DELTA_EXAMPLE)),
+    (["--target", "0.9", "--delta", "0.1", "--calibration-size", "1.5"], "--calibration-size",
+     _args.UNIT_INTERVAL_MESSAGE.format(text="1.5", example=SIZE_EXAMPLE)),
+    (["--target", "0.9", "--max-epochs", "0"], "--max-epochs",
+     _args.INTEGER_AT_LEAST_MESSAGE.format(minimum=1, text="0", example="200")),
+    (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "8,0"], "--hidden-layer-sizes",
+     _args.LAYER_SIZES_MESSAGE.format(text="8,0")),
+    (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "a"], "--hidden-layer-sizes",
+     _args.LAYER_SIZES_MESSAGE.format(text="a")),
+    (["--target", "0.9", "--objective", "accuracy"], "--objective", "invalid choice"),  # argparse's own text
 ])
-def test_bad_fit_options(tmp_path, csv, capsys, argv, fragments):
+def test_bad_fit_options(tmp_path, csv, capsys, argv, option, message):
+    line = _args.USAGE_ERROR_LINE.format(prog="quantile-surrogate fit", message=f"argument {option}: {message}")
+    if message == "invalid choice":
+        line = text(_args.USAGE_ERROR_LINE, prog="quantile-surrogate fit") + f"argument {option}: invalid choice"
     assert_refused(tmp_path, capsys, ["fit", csv, "--label", "y", *argv, "--out", tmp_path / "m.qs"], 2,
-                   "quantile-surrogate fit: error: argument", *fragments, "--help")
+                   line.strip(), "(see `quantile-surrogate fit --help`)")
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["--hidden-layer-sizes", "8"], "--hidden-layer-sizes needs --model mlp"),
-    (["--n-estimators", "8"], "--n-estimators needs --model lightgbm or xgboost"),
-    (["--model", "lightgbm", "--checkpoint", "c.ckpt"], "--checkpoint needs --model linear or mlp"),
-    (["--model", "xgboost", "--max-epochs", "3"], "--max-epochs needs --model linear or mlp"),
+@pytest.mark.parametrize("argv, flag, needs, model", [
+    (["--hidden-layer-sizes", "8"], "--hidden-layer-sizes", "--model mlp", "linear"),
+    (["--n-estimators", "8"], "--n-estimators", "--model lightgbm or xgboost", "linear"),
+    (["--model", "lightgbm", "--checkpoint", "c.ckpt"], "--checkpoint", _fit.NEURAL_MODELS, "lightgbm"),
+    (["--model", "xgboost", "--max-epochs", "3"], "--max-epochs", _fit.NEURAL_MODELS, "xgboost"),
 ])
-def test_options_for_another_model(tmp_path, csv, capsys, argv, fragment):
+def test_options_for_another_model(tmp_path, csv, capsys, argv, flag, needs, model):
     base = [a for a in FIT if a not in ("--max-epochs", "3")]
-    assert_refused(tmp_path, capsys, [*base, csv, *argv, "--out", tmp_path / "m.qs"], 1, fragment)
+    assert_refused(tmp_path, capsys, [*base, csv, *argv, "--out", tmp_path / "m.qs"], 1,
+                   _fit.OPTION_FOR_ANOTHER_MODEL_MESSAGE.format(flag=flag, needs=needs, model=model))
 
 
 @pytest.mark.parametrize("backend", ["lightgbm"])  # xgboost's file round trip: test_model_file.py

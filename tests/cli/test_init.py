@@ -1,26 +1,30 @@
 """The command line's entry point (cli/__init__.py: main): options, help, warnings, Ctrl-C.
 
 Every bad input ends in exit status 1 (bad data) or 2 (bad option), one line on stderr without a
-traceback, and no file created, changed or left behind. Output paths: test_outputs.py.
+traceback, and no file created, changed or left behind. Output paths: tests/cross/test_cli_outputs.py.
 """
 
 import pytest
 
 from quantile_surrogate import __version__, cli
-from quantile_surrogate.cli import _file_io, _fit, _predict
+from quantile_surrogate.cli import _args, _file_io, _fit, _predict
 
 from tests._cli import FIT, run
 from tests.cli.conftest import assert_refused
 
 
+def at_least(minimum, text, example):
+    return _args.INTEGER_AT_LEAST_MESSAGE.format(minimum=minimum, text=text, example=example)
+
+
 @pytest.mark.parametrize("argv, fragments", [
-    (["evaluate", "m.qs", "d.csv", "--bootstrap", "0"], ["--bootstrap", "integer >= 1", "got '0'"]),
-    (["evaluate", "m.qs", "d.csv", "--bootstrap", "-3"], ["--bootstrap", "integer >= 1"]),
-    (["reproduce", "ionosphere", "--splits", "0"], ["--splits", "integer >= 1"]),
-    (["reproduce", "ionosphere", "--folds", "1"], ["--folds", "integer >= 2"]),
-    (["reproduce", "ionosphere", "--jobs", "0"], ["--jobs", "-1 for all cores"]),
-    (["reproduce", "ionosphere", "--jobs", "-3"], ["--jobs"]),
-    (["reproduce", "nowhere"], ["invalid choice"]),
+    (["evaluate", "m.qs", "d.csv", "--bootstrap", "0"], ["argument --bootstrap: " + at_least(1, "0", "1000")]),
+    (["evaluate", "m.qs", "d.csv", "--bootstrap", "-3"], ["argument --bootstrap: " + at_least(1, "-3", "1000")]),
+    (["reproduce", "ionosphere", "--splits", "0"], ["argument --splits: " + at_least(1, "0", "100")]),
+    (["reproduce", "ionosphere", "--folds", "1"], ["argument --folds: " + at_least(2, "1", "3")]),
+    (["reproduce", "ionosphere", "--jobs", "0"], ["argument --jobs: " + _args.PROCESSES_MESSAGE.format(text="0")]),
+    (["reproduce", "ionosphere", "--jobs", "-3"], ["argument --jobs: " + _args.PROCESSES_MESSAGE.format(text="-3")]),
+    (["reproduce", "nowhere"], ["invalid choice"]),  # argparse's own texts
     (["predict"], ["required"]),
     ([], ["required: COMMAND"]),
 ])
@@ -52,8 +56,9 @@ def test_python_warnings_are_one_line_each(tmp_path, csv, capsys, monkeypatch):
     monkeypatch.setattr(_predict, "load_model", warn_then_fail)
     code, _, err = run(["predict", "m.qs", csv], capsys)
     assert code == 1
-    assert err.splitlines() == ["quantile-surrogate predict: warning: first line second line",
-                                "quantile-surrogate predict: error: m.qs: stop here."]
+    name = "quantile-surrogate predict"
+    assert err.splitlines() == [_args.WARNING_LINE.format(name=name, text="first line second line"),
+                                _args.ERROR_LINE.format(name=name, text="m.qs: stop here.")]
 
 
 def test_interrupt_exits_130_with_one_line(tmp_path, csv, capsys, monkeypatch):
@@ -61,5 +66,6 @@ def test_interrupt_exits_130_with_one_line(tmp_path, csv, capsys, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_fit, "read_table", interrupted)
-    assert_refused(tmp_path, capsys, [*FIT, csv, "--out", tmp_path / "m.qs"], 130, "interrupted (Ctrl-C)")
+    assert_refused(tmp_path, capsys, [*FIT, csv, "--out", tmp_path / "m.qs"], 130,
+                   cli.INTERRUPTED_MESSAGE.format(name="quantile-surrogate fit"))
 

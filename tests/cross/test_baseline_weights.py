@@ -12,10 +12,14 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
+from quantile_surrogate._utils.checks import WEIGHT_NEGATIVE_MESSAGE, WEIGHT_SHAPE_MESSAGE, WEIGHT_ZERO_MESSAGE
 from quantile_surrogate.baselines import AccuracyAtTheTop, KarAverageSurrogate, LagrangianBaseline
+from quantile_surrogate.baselines._base import SUBSET_NO_WEIGHT_MESSAGE
+from quantile_surrogate.baselines.kar import KAR_FIT_PARAMS_MESSAGE, KAR_NO_WEIGHTS_MESSAGE
 from quantile_surrogate.datasets import make_gaussian_mixture
 
-from tests.baselines.test_base import separable
+from tests._messages import exact
+from tests.baselines._data import separable
 
 
 def _weights(n, seed):
@@ -73,14 +77,17 @@ def test_aatp_zero_weight_is_dropping_the_row_and_the_rates_are_weighted(penaliz
                          ids=lambda e: type(e).__name__)
 def test_weighted_baselines_refuse_bad_weights_by_name(estimator):
     X, y = separable(60)
-    with pytest.raises(ValueError, match="sample_weight.*negative"):
+    with pytest.raises(ValueError, match=exact(WEIGHT_NEGATIVE_MESSAGE, name="sample_weight", count=60,
+                                               low=np.float64(-1.0))):
         clone(estimator).fit(X, y, sample_weight=-np.ones(60))
-    with pytest.raises(ValueError, match="sample_weight.*shape"):
+    with pytest.raises(ValueError, match=exact(WEIGHT_SHAPE_MESSAGE, name="sample_weight", shape=(3,), n=60)):
         clone(estimator).fit(X, y, sample_weight=np.ones(3))
-    rows_of_a = clone(estimator)._objective_spec().subset_mask(y == 1)
+    spec = clone(estimator)._objective_spec()
+    rows_of_a = spec.subset_mask(y == 1)
     # A precision-at-rate's A is every row: then the weights sum to zero, refused as such.
-    message = "sums to zero" if rows_of_a.all() else "zero on every row of the subset A"
-    with pytest.raises(ValueError, match=f"sample_weight.*{message}"):
+    message = (exact(WEIGHT_ZERO_MESSAGE, name="sample_weight") if rows_of_a.all() else
+               exact(SUBSET_NO_WEIGHT_MESSAGE, subset=spec.subset, objective=spec.name))
+    with pytest.raises(ValueError, match=message):
         clone(estimator).fit(X, y, sample_weight=np.where(rows_of_a, 0.0, 1.0))
 
 
@@ -88,9 +95,10 @@ def test_kar_refuses_weights_and_names_the_estimators_that_take_them():
     import inspect
 
     X, y = separable(60)
-    with pytest.raises(TypeError, match="takes no `sample_weight`.*QuantileClassifier.*AccuracyAtTheTop"):
+    with pytest.raises(TypeError, match=exact(KAR_NO_WEIGHTS_MESSAGE)):
         KarAverageSurrogate(max_iter=2).fit(X, y, sample_weight=np.ones(60))
-    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['weights'\]"):
+    assert "QuantileClassifier" in KAR_NO_WEIGHTS_MESSAGE and "AccuracyAtTheTop" in KAR_NO_WEIGHTS_MESSAGE
+    with pytest.raises(TypeError, match=exact(KAR_FIT_PARAMS_MESSAGE, names=["weights"])):
         KarAverageSurrogate(max_iter=2).fit(X, y, weights=np.ones(60))
     # Not a parameter of fit, so metadata routing cannot request it (no silently unweighted model).
     assert "sample_weight" not in inspect.signature(KarAverageSurrogate.fit).parameters

@@ -3,7 +3,6 @@
 import importlib.util
 import math
 import pickle
-import re
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +11,22 @@ import torch
 from sklearn.base import clone
 
 from quantile_surrogate import QuantileClassifier
+from quantile_surrogate._utils.checks import GROUP_CODES_TYPE_MESSAGE, GROUP_WITHOUT_A_MESSAGE, GROUPS_NEGATIVE_MESSAGE
+from quantile_surrogate._utils.checks import GROUPS_SHAPE_MESSAGE as CODES_SHAPE_MESSAGE
 from quantile_surrogate.estimators._groups import (
+    GROUP_WITHOUT_SUBSET_MESSAGE,
+    GROUPS_INCOMPARABLE_MESSAGE,
     GROUPS_MISSING_MESSAGE,
+    GROUPS_NONFINITE_MESSAGE,
+    GROUPS_SHAPE_MESSAGE,
     GROUPS_UNEXPECTED_MESSAGE,
     GROUPS_UNSEEN_MESSAGE,
 )
 from quantile_surrogate.losses import precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
 from quantile_surrogate.objectives import objective_loss, objective_metric, predict_scores, training_loss
-from quantile_surrogate.training import train
+from quantile_surrogate.training import (VALIDATION_FORM_MESSAGE, VALIDATION_GROUPS_FIX, VALIDATION_NO_GROUPS_FIX,
+                                         train)
+from tests._messages import exact, prefix
 
 torch.set_num_threads(1)
 
@@ -158,43 +165,45 @@ def test_early_stopping_split_keeps_every_group_on_both_sides():
 def test_bad_groups_in_fit():
     X, y, groups = grouped_blobs()
     clf = QuantileClassifier(objective="precision_at_recall", target=0.8, **QUICK)
-    with pytest.raises(ValueError, match="`groups` has shape \\(359,\\); pass one group label per row of X \\(360\\)"):
+    with pytest.raises(ValueError, match=exact(GROUPS_SHAPE_MESSAGE, shape=(359,), n=360)):
         clf.fit(X, y, sensitive_features=groups[:-1])
     no_positive = groups.copy()
     no_positive[(groups == "c") & (y == 1)] = "a"
-    with pytest.raises(ValueError, match="Group 'c' has no row of the subset A \\(positives\\)"):
+    with pytest.raises(ValueError, match=exact(GROUP_WITHOUT_SUBSET_MESSAGE, group="c", subset="positives",
+                                               objective="precision_at_recall")):
         clf.fit(X, y, sensitive_features=no_positive)
     # The same groups are fine for precision at a rate, where A is every row.
     QuantileClassifier(objective="precision_at_rate", target=0.2, **QUICK).fit(X, y, sensitive_features=no_positive)
-    with pytest.raises(ValueError, match="`groups` contains NaN"):
+    with pytest.raises(ValueError, match=exact(GROUPS_NONFINITE_MESSAGE)):
         clf.fit(X, y, sensitive_features=np.where(groups == "a", np.nan, 1.0))
-    with pytest.raises(TypeError, match="`groups` labels must be comparable"):
+    with pytest.raises(TypeError, match=prefix(GROUPS_INCOMPARABLE_MESSAGE)):
         clf.fit(X, y, sensitive_features=np.array([1, "a"] * 180, dtype=object))
 
 
 def test_bad_groups_in_predict():
     X, y, groups = grouped_blobs()
     grouped = QuantileClassifier(**QUICK).fit(X, y, sensitive_features=groups)
-    with pytest.raises(ValueError, match=re.escape(GROUPS_MISSING_MESSAGE.format(count=3))):
+    with pytest.raises(ValueError, match=exact(GROUPS_MISSING_MESSAGE, count=3)):
         grouped.predict(X)
-    with pytest.raises(ValueError, match=r"holds labels not seen in fit: \['d'\]"):
+    with pytest.raises(ValueError, match=exact(GROUPS_UNSEEN_MESSAGE, shown=["d"], known=["a", "b", "c"])):
         grouped.decision_function(X, sensitive_features=np.where(groups == "c", "d", groups))
-    with pytest.raises(ValueError, match=re.escape(GROUPS_UNSEEN_MESSAGE[:30])):
+    with pytest.raises(ValueError, match=exact(GROUPS_UNSEEN_MESSAGE, shown=["0", "1", "2"], known=["a", "b", "c"])):
         grouped.predict(X, sensitive_features=np.arange(360) % 3)  # numbers where strings were fitted
-    with pytest.raises(ValueError, match="`groups` has shape"):
+    with pytest.raises(ValueError, match=exact(GROUPS_SHAPE_MESSAGE, shape=(10,), n=360)):
         grouped.predict(X, sensitive_features=groups[:10])
     plain = QuantileClassifier(**QUICK).fit(X, y)
-    with pytest.raises(ValueError, match=re.escape(GROUPS_UNEXPECTED_MESSAGE)):
+    with pytest.raises(ValueError, match=exact(GROUPS_UNEXPECTED_MESSAGE)):
         plain.predict(X, sensitive_features=groups)
 
 
 @pytest.mark.parametrize("groups,error,match", [
-    (torch.zeros(100), TypeError, "`groups` must be an integer torch.Tensor"),
-    (torch.zeros(100, dtype=torch.bool), TypeError, "`groups` must be an integer torch.Tensor"),
-    (torch.zeros(99, dtype=torch.long), ValueError, "`groups` has shape \\(99,\\)"),
-    (-torch.ones(100, dtype=torch.long), ValueError, "`groups` must hold codes >= 0"),
+    (torch.zeros(100), TypeError, exact(GROUP_CODES_TYPE_MESSAGE, name="groups")),
+    (torch.zeros(100, dtype=torch.bool), TypeError, exact(GROUP_CODES_TYPE_MESSAGE, name="groups")),
+    (torch.zeros(99, dtype=torch.long), ValueError, exact(CODES_SHAPE_MESSAGE, name="groups", shape=(99,), n=100)),
+    (-torch.ones(100, dtype=torch.long), ValueError, exact(GROUPS_NEGATIVE_MESSAGE, name="groups", value=-1)),
     (torch.cat([torch.zeros(99, dtype=torch.long), torch.tensor([1])]), ValueError,
-     "Group 1 in `groups` has no row of the subset A \\(positives\\)"),
+     exact(GROUP_WITHOUT_A_MESSAGE, group=1, name="groups", subset="positives", objective="precision_at_recall",
+           more=".")),
 ])
 def test_bad_groups_in_train(groups, error, match):
     X = torch.randn(100, 2, dtype=torch.float64)
@@ -208,9 +217,9 @@ def test_validation_must_carry_groups_exactly_when_training_does():
     X = torch.randn(60, 2, dtype=torch.float64)
     y = (torch.arange(60) % 3 == 0).long()
     codes = torch.arange(60) % 2
-    with pytest.raises(ValueError, match="with `groups`, \\(X_val, y_val, groups_val\\)"):
+    with pytest.raises(ValueError, match=exact(VALIDATION_FORM_MESSAGE, fix=VALIDATION_GROUPS_FIX)):
         train(lambda: torch.nn.Linear(2, 1), X, y, groups=codes, validation=(X, y), max_epochs=1)
-    with pytest.raises(ValueError, match="pass validation groups only together with `groups=`"):
+    with pytest.raises(ValueError, match=exact(VALIDATION_FORM_MESSAGE, fix=VALIDATION_NO_GROUPS_FIX)):
         train(lambda: torch.nn.Linear(2, 1), X, y, validation=(X, y, codes), max_epochs=1)
 
 

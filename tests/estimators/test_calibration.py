@@ -16,8 +16,16 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from quantile_surrogate.estimators.calibration import GuaranteedThresholdClassifier, calibrate_threshold
+from quantile_surrogate.estimators._groups import GROUPS_MISSING_MESSAGE, GROUPS_SHAPE_MESSAGE, GROUPS_UNSEEN_MESSAGE
+from quantile_surrogate.estimators.calibration import (
+    GROUP_TOO_FEW_MESSAGE,
+    UNKNOWN_LABELS_MESSAGE,
+    GuaranteedThresholdClassifier,
+    calibrate_threshold,
+)
+from quantile_surrogate.objectives._order_statistic_rank import TOO_FEW_MESSAGE
 from quantile_surrogate.objectives.guarantees import fpr_threshold, guaranteed_rank, rate_threshold, recall_threshold
+from tests._messages import exact
 
 
 def _split_data(seed=0, n=3000):
@@ -62,14 +70,15 @@ def test_calibrate_threshold_errors():
     with pytest.raises(NotFittedError):
         calibrate_threshold(LogisticRegression(), X_cal, y_cal)
     lr = LogisticRegression().fit(X_fit, y_fit)
-    with pytest.raises(ValueError, match="needs at least 59 held-out positive rows; got 30"):
+    with pytest.raises(ValueError, match=exact(TOO_FEW_MESSAGE, what="recall >= 0.95", confidence=0.95, needed=59,
+                                               rows="positive rows", got=30)):
         spam = np.flatnonzero(y_cal == "spam")[:30]
         ham = np.flatnonzero(y_cal == "ham")[:100]
         rows = np.r_[spam, ham]
         calibrate_threshold(lr, X_cal[rows], y_cal[rows], target=0.95)
     with pytest.raises(ValueError, match="'constraint' parameter"):
         calibrate_threshold(lr, X_cal, y_cal, constraint="precision")
-    with pytest.raises(ValueError, match="labels \\['eggs'\\]"):
+    with pytest.raises(ValueError, match=exact(UNKNOWN_LABELS_MESSAGE, unknown=["eggs"], classes=["ham", "spam"])):
         calibrate_threshold(lr, X_cal, np.where(y_cal == "ham", "eggs", y_cal))
 
 
@@ -159,9 +168,9 @@ def test_group_thresholds_are_each_groups_own_guaranteed_threshold():
     np.testing.assert_array_equal(clf.decision_function(X_cal, sensitive_features=groups), expected)
     np.testing.assert_array_equal(clf.predict(X_cal, sensitive_features=groups), np.where(expected > 0, "spam", "ham"))
     assert 0 < clf.score(X_cal, y_cal, sensitive_features=groups) <= 1
-    with pytest.raises(ValueError, match="fitted with `groups` \\(2 groups\\)"):
+    with pytest.raises(ValueError, match=exact(GROUPS_MISSING_MESSAGE, count=2)):
         clf.predict(X_cal)
-    with pytest.raises(ValueError, match="not seen in fit: \\['west'\\]"):
+    with pytest.raises(ValueError, match=exact(GROUPS_UNSEEN_MESSAGE, shown=["west"], known=["north", "south"])):
         clf.predict(X_cal[:3], sensitive_features=["north", "west", "south"])
     # FPR per group reads each group's negatives
     fpr = calibrate_threshold(lr, X_cal, y_cal, constraint="fpr", target=0.1, sensitive_features=groups)
@@ -175,12 +184,13 @@ def test_a_group_with_too_few_held_out_rows_is_named_with_the_number_needed():
     groups = np.array(["big"] * len(y_cal), dtype=object)
     spam = np.flatnonzero(y_cal == "spam")
     groups[spam[:20]] = "small"  # 20 positives: recall 0.95 at delta 0.05 needs 59
-    with pytest.raises(ValueError, match="Group 'small' has 20 held-out positive rows; guaranteeing recall >= 0.95 "
-                                         "in it with probability 0.95 needs at least 59"):
+    with pytest.raises(ValueError, match=exact(GROUP_TOO_FEW_MESSAGE, group="small", got=20, rows="positive rows",
+                                               what="recall >= 0.95", confidence=0.95, needed=59)):
         calibrate_threshold(lr, X_cal, y_cal, target=0.95, sensitive_features=groups)
-    with pytest.raises(ValueError, match="Group 'small' has 0 held-out negative rows; .* FPR <= 0.05 .* at least 59"):
+    with pytest.raises(ValueError, match=exact(GROUP_TOO_FEW_MESSAGE, group="small", got=0, rows="negative rows",
+                                               what="FPR <= 0.05", confidence=0.95, needed=59)):
         calibrate_threshold(lr, X_cal, y_cal, constraint="fpr", target=0.05, sensitive_features=groups)
-    with pytest.raises(ValueError, match="`groups` has shape \\(3,\\)"):
+    with pytest.raises(ValueError, match=exact(GROUPS_SHAPE_MESSAGE, shape=(3,), n=len(y_cal))):
         calibrate_threshold(lr, X_cal, y_cal, sensitive_features=["a", "b", "c"])
 
 

@@ -18,11 +18,20 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
+from quantile_surrogate._utils.checks import WEIGHT_NEGATIVE_MESSAGE
+from quantile_surrogate.estimators._groups import GROUPS_MISSING_MESSAGE
+from quantile_surrogate.estimators.cv import (
+    CHECKPOINT_MESSAGE,
+    EMPTY_GRID_MESSAGE,
+    GRID_VALUES_MESSAGE,
+    MODULE_FACTORY_MESSAGE,
+)
 from quantile_surrogate.selection._family_rule import select_by_family
-from quantile_surrogate.selection._splits import k_folds
+from quantile_surrogate.selection._splits import TOO_FEW_ROWS_MESSAGE, k_folds
 from quantile_surrogate.objectives import objective_metric, predict_scores
 from quantile_surrogate.training import train
 from quantile_surrogate.training.models import build_scorer
+from tests._messages import exact, prefix
 
 # None: check_sample_weight_equivalence_on_dense_data passes since the standardisation is weighted too
 # (the check keeps a row's repetitions in one fold of its own splits; see the folds-mapped test below).
@@ -163,7 +172,7 @@ def test_groups_are_trained_and_scored_per_group_and_refitted_with_a_threshold_e
     assert list(clf.groups_) == ["a", "b"] and clf.group_thresholds_.shape == (2,)
     predicted = clf.predict(X, sensitive_features=groups) == 1
     assert all(predicted[(y == 1) & (groups == g)].mean() >= 0.9 for g in "ab")
-    with pytest.raises(ValueError, match="groups"):
+    with pytest.raises(ValueError, match=exact(GROUPS_MISSING_MESSAGE, count=2)):
         clf.predict(X)
     seed = clf.best_estimator_.random_state
     strata = np.unique(groups, return_inverse=True)[1] * 2 + y
@@ -212,17 +221,17 @@ def test_metadata_routing_passes_sample_weight_through_pipeline_and_grid_search(
 
 def test_bad_settings_name_the_argument_and_the_fix():
     X, y = _data(60, 7)
-    with pytest.raises(ValueError, match="`cv=30` stratified folds need at least 30 rows"):
+    with pytest.raises(ValueError, match=prefix(TOO_FEW_ROWS_MESSAGE, cv=30, cells="")):
         QuantileClassifierCV(cv=30, estimator=SMALL).fit(X, y)
-    with pytest.raises(ValueError, match="checkpoint=None"):
+    with pytest.raises(ValueError, match=exact(CHECKPOINT_MESSAGE)):
         QuantileClassifierCV(estimator=QuantileClassifier(checkpoint="x.pt")).fit(X, y)
-    with pytest.raises(ValueError, match="module_factory"):
+    with pytest.raises(ValueError, match=exact(MODULE_FACTORY_MESSAGE)):
         QuantileClassifierCV(estimator=QuantileClassifier(module_factory=lambda d: None)).fit(X, y)
-    with pytest.raises(ValueError, match="`alpha` is empty"):
+    with pytest.raises(ValueError, match=exact(EMPTY_GRID_MESSAGE, name="alpha")):
         QuantileClassifierCV(alphas=(), estimator=SMALL).fit(X, y)
-    with pytest.raises(ValueError, match="`bandwidths` must hold finite numbers > 0"):
+    with pytest.raises(ValueError, match=exact(GRID_VALUES_MESSAGE, name="bandwidth", bound="> 0", values=[0.0])):
         QuantileClassifierCV(bandwidths=(0.0,), estimator=SMALL).fit(X, y)
-    with pytest.raises(ValueError, match="sample_weight"):
+    with pytest.raises(ValueError, match=prefix(WEIGHT_NEGATIVE_MESSAGE, name="sample_weight", count=len(y))):
         QuantileClassifierCV(estimator=SMALL).fit(X, y, sample_weight=-np.ones(len(y)))
 
 

@@ -17,19 +17,13 @@ from quantile_surrogate import QuantileClassifier
 from quantile_surrogate._utils.checks import BINARY_CLASSES, NOT_BINARY_MESSAGE
 from quantile_surrogate.datasets import load_ionosphere, make_gaussian_mixture
 from quantile_surrogate.metrics import precision_at_rate, precision_at_recall, recall_at_fpr
+from quantile_surrogate._utils.errors import DIVERGED_MESSAGE
+from quantile_surrogate.estimators._threshold import ONE_CLASS_MESSAGE, ROWS_MISMATCH_MESSAGE
 from quantile_surrogate.training import TrainingDivergedError
-from tests._messages import exact
+from tests._messages import exact, prefix
+from tests.estimators._data import QUICK, blobs
 
 torch.set_num_threads(1)
-
-QUICK = dict(max_epochs=15, n_restarts=1, random_state=0)
-
-
-def blobs(n=200, seed=0):
-    rng = np.random.default_rng(seed)
-    y = (rng.random(n) < 0.3).astype(np.int64)
-    X = rng.standard_normal((n, 4)) + 1.5 * y[:, None]
-    return X, y
 
 
 # -- what the paper claims ------------------------------------------------------------------
@@ -104,39 +98,6 @@ def test_threshold_meets_the_constraint_on_training_data(objective, target):
     metric = {"precision_at_recall": precision_at_recall, "precision_at_rate": precision_at_rate,
               "recall_at_fpr": recall_at_fpr}[objective]
     assert clf.score(X, y) == metric(y, clf.decision_function(X), target)
-
-
-def test_refit_trains_the_selected_start_on_every_row():
-    X, y = blobs(n=300)
-    held_out = QuantileClassifier(max_epochs=20, early_stopping=True, random_state=0).fit(X, y)
-    refitted = QuantileClassifier(max_epochs=20, early_stopping=True, refit=True, random_state=0).fit(X, y)
-    assert held_out.best_epoch_ == refitted.best_epoch_  # the same selection ...
-    assert not np.array_equal(held_out.coef_, refitted.coef_)  # ... then trained on more rows
-    assert len(refitted.loss_curve_) == refitted.best_epoch_
-    assert (refitted.predict(X)[y == 1] == 1).mean() >= 0.95
-
-
-def test_auto_early_stopping_holds_out_rows_only_on_large_data():
-    rng = np.random.default_rng(0)
-    y = (rng.random(10_500) < 0.2).astype(np.int64)
-    X = rng.standard_normal((10_500, 2)) + y[:, None]
-    large = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0).fit(X, y)
-    assert large.validation_curve_ is not None and large.best_epoch_ is not None
-    small = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0).fit(X[:500], y[:500])
-    # Small data: no validation split; K-fold cross-fitting picks the epochs, then every row trains that long.
-    assert small.validation_curve_ is None and small.selection_ is not None
-    assert small.n_iter_ == small.selection_["epochs_"] == len(small.loss_curve_)
-    paper = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0, early_stopping=False).fit(X[:500], y[:500])
-    assert paper.validation_curve_ is None and paper.selection_ is None and paper.n_iter_ == 2  # every epoch, every row
-
-
-def test_linear_attributes_reproduce_the_decision_function():
-    X, y = blobs()
-    X = X * [1.0, 10.0, 0.1, 100.0] + [0.0, 5.0, -3.0, 1.0]  # standardisation must be undone in coef_
-    clf = QuantileClassifier(early_stopping=False, **QUICK).fit(X, y)
-    assert clf.coef_.shape == (1, 4) and clf.intercept_.shape == (1,)
-    np.testing.assert_allclose(X @ clf.coef_.ravel() + clf.intercept_[0], clf.decision_function(X), atol=1e-9)
-    assert clf.n_features_in_ == 4 and clf.n_iter_ == len(clf.loss_curve_) >= 1
 
 
 def test_mlp_and_module_factory():
@@ -241,7 +202,7 @@ def test_nan_or_inf_in_X():
 
 def test_wrong_classes():
     X, y = blobs()
-    with pytest.raises(ValueError, match="`y` has only one class"):
+    with pytest.raises(ValueError, match=exact(ONE_CLASS_MESSAGE, shown=[0], name="QuantileClassifier")):
         QuantileClassifier(**QUICK).fit(X, np.zeros_like(y))
     with pytest.raises(ValueError, match=exact(NOT_BINARY_MESSAGE, name="y", accepted=BINARY_CLASSES, values=[0, 1, 2])):
         QuantileClassifier(**QUICK).fit(X, np.arange(len(y)) % 3)
@@ -249,7 +210,7 @@ def test_wrong_classes():
 
 def test_lengths_differ():
     X, y = blobs()
-    with pytest.raises(ValueError, match="`X` and `y` must have the same number of rows"):
+    with pytest.raises(ValueError, match=prefix(ROWS_MISMATCH_MESSAGE)):
         QuantileClassifier(**QUICK).fit(X, y[:-1])
 
 
@@ -267,32 +228,14 @@ def test_bad_parameters_name_themselves(params, name):
         QuantileClassifier(**{**QUICK, **params}).fit(X, y)
 
 
-@pytest.mark.parametrize("params,name", [
-    (dict(hidden_layer_sizes=(4, 0)), "hidden_layer_sizes"), (dict(device="gpu0"), "device"),
-    (dict(module_factory=lambda d: "not a module"), "module_factory"),
-])
-def test_bad_values_caught_in_fit(params, name):
-    X, y = blobs(n=40)
-    with pytest.raises((ValueError, TypeError), match=name):
-        QuantileClassifier(**{**QUICK, **params}).fit(X, y)
-
-
 def test_divergence_stops_with_a_clear_error():
     X, y = blobs()
     clf = QuantileClassifier(hidden_layer_sizes=(16,), learning_rate=1e300, **QUICK)
-    with pytest.raises(TrainingDivergedError, match="smaller learning_rate"):
+    diverged = prefix(DIVERGED_MESSAGE, what="the loss or the parameters")
+    with pytest.raises(TrainingDivergedError, match=diverged) as info:
         clf.fit(X, y)
+    assert info.value.learning_rate == 1e300  # so the message suggests a smaller one
     assert not hasattr(clf, "threshold_")  # no NaN model is left behind
-
-
-def test_checkpoint_resumes_without_a_random_state(tmp_path):
-    # With random_state=None a resumed fit used to draw a new seed and fail on the fingerprint.
-    X, y = blobs()
-    path = tmp_path / "clf.pt"
-    settings = {**QUICK, "random_state": None}
-    first = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
-    second = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
-    np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
 
 
 def _best_line_precision(X, y, recall, n_angles=3600):
@@ -312,37 +255,3 @@ def test_mixture_reaches_the_best_linear_rule_at_recall_095():
     assert clf.score(X, y) <= best + 1e-12  # the search is the reference: nothing linear beats it
 
 
-def test_k_fold_selection_keeps_the_best_held_out_candidate():
-    from sklearn.datasets import make_classification
-
-    X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], random_state=3)
-    clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
-    sel = clf.selection_
-    assert sel["fold_metric"].shape == (3, clf.n_restarts, len(sel["epochs"]))
-    assert np.isnan(sel["mean_metric"][1:, 0]).all()  # a random start is no candidate; the logistic start is
-    np.testing.assert_allclose(sel["mean_gain"], sel["mean_metric"] - sel["mean_metric"][0, 0])
-    eligible = sel["mean_gain"] > sel["bar"]
-    chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))
-    if eligible.any():  # the largest gain among those above their bar
-        assert eligible[chosen] and sel["mean_gain"][chosen] == np.max(sel["mean_gain"][eligible])
-    else:
-        assert chosen == (0, 0)
-    # With selection_se=0 the rule is the best held-out mean (ties keep the start): the rule before.
-    plain = QuantileClassifier(target=0.9, max_epochs=20, selection_se=0.0, random_state=0).fit(X, y).selection_
-    best = np.nanmax(plain["mean_metric"])
-    assert plain["mean_metric"][plain["restart"], list(plain["epochs"]).index(plain["epochs_"])] == best
-
-
-def test_k_fold_selection_keeps_the_logistic_start_on_a_tie():
-    # Well separated classes: every candidate reaches precision 1.0 on the held-out folds, a tie.
-    from sklearn.datasets import make_classification
-
-    X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], class_sep=4.0, random_state=3)
-    clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
-    sel = clf.selection_
-    tied = sel["mean_metric"] == np.nanmax(sel["mean_metric"])
-    assert sel["mean_metric"][0, 0] == 1.0 and tied.sum() > 1
-    assert np.nanmin(np.where(tied, sel["mean_loss"], np.nan)) < sel["mean_loss"][0, 0]  # a loss tie-break would train
-    assert (sel["restart"], sel["epochs_"], sel["start"]) == (0, 0, "logistic")
-    assert clf.best_epoch_ == sel["epochs_"] and len(clf.loss_curve_) == sel["epochs_"]
-    assert QuantileClassifier(early_stopping=False, max_epochs=2).fit(X, y).selection_ is None

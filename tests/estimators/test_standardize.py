@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from quantile_surrogate import QuantileClassifier
-from quantile_surrogate.estimators._standardize import standardize_columns, standardizer
+from quantile_surrogate.estimators._standardize import NOT_FINITE_AFTER_MESSAGE, standardize_columns, standardizer
+from tests._messages import prefix
 
 
 def _reference(X):
@@ -50,13 +51,13 @@ def test_values_near_both_ends_of_the_float_range_standardise_or_are_refused_by_
     assert np.isfinite(standardize_columns(X, mean, scale)).all()
     X = np.c_[np.arange(5.0), [1.7e308, -1.7e308, -1.7e308, -1.7e308, -1.7e308]]
     mean, scale = standardizer(X)
-    with pytest.raises(ValueError, match="column 1"):
+    with pytest.raises(ValueError, match=prefix(NOT_FINITE_AFTER_MESSAGE, column=1)):
         standardize_columns(X, mean, scale)
 
 
 def test_standardize_refuses_a_value_that_overflows_at_prediction():
     mean, scale = np.array([0.0]), np.array([1e-300])
-    with pytest.raises(ValueError, match="column 0"):
+    with pytest.raises(ValueError, match=prefix(NOT_FINITE_AFTER_MESSAGE, column=0)):
         standardize_columns(np.array([[1e10]]), mean, scale)
 
 

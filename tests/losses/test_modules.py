@@ -19,7 +19,8 @@ from quantile_surrogate._utils.checks import (
     TARGETS_EMPTY_MESSAGE,
 )
 from quantile_surrogate.losses import modules
-from quantile_surrogate.losses._rate_loss import EMPTY_SUBSET, PENALIZE, QUANTILE_TYPE_MESSAGE
+from quantile_surrogate.losses._rate_loss import EMPTY_SUBSET, PENALIZE
+from quantile_surrogate.quantiles import ESTIMATOR_TYPE_MESSAGE
 from quantile_surrogate.losses.named import PRECISION_FORMS
 from quantile_surrogate.quantiles import QUANTILE_ESTIMATORS
 
@@ -109,7 +110,7 @@ CLASSES = [
         (dict(bandwidth=0.0), ValueError, exact(BANDWIDTH_MESSAGE, value=0.0)),
         (dict(bandwidth="0.1"), TypeError, exact(NUMBER_TYPE_MESSAGE, name="bandwidth", type_name="str")),
         (dict(quantile="median"), ValueError, _option("quantile", QUANTILE_ESTIMATORS, "median")),
-        (dict(quantile=0.5), TypeError, exact(QUANTILE_TYPE_MESSAGE, "float")),
+        (dict(quantile=0.5), TypeError, exact(ESTIMATOR_TYPE_MESSAGE, type_name="float")),
         (dict(surrogate="exp"), ValueError, _option("surrogate", L.SURROGATES, "exp")),
         (dict(reduction="avg"), ValueError, exact(REDUCTION_MESSAGE, value="avg")),
         (dict(empty_subset="skip"), ValueError, _option("empty_subset", EMPTY_SUBSET, "skip")),

@@ -33,14 +33,12 @@ from quantile_surrogate.losses._rate_loss import (
     EMPTY_SUBSET_MESSAGE,
     NO_SUBSET_MESSAGE,
     PENALIZE,
-    QUANTILE_TYPE_MESSAGE,
     SUBSETS,
     THRESHOLD_GROUPS_MESSAGE,
     THRESHOLD_WEIGHT_MESSAGE,
-    WEIGHTED_CALLABLE_MESSAGE,
 )
 from quantile_surrogate.losses.named import PRECISION_FORMS
-from quantile_surrogate.quantiles import QUANTILE_ESTIMATORS
+from quantile_surrogate.quantiles import ESTIMATOR_TYPE_MESSAGE, QUANTILE_ESTIMATORS, WEIGHTED_CALLABLE_MESSAGE
 
 from tests.losses._data import exact, prefix, random_batch
 
@@ -112,7 +110,7 @@ def _option(name, options, value):
          exact(OPTION_TYPE_MESSAGE, name="surrogate", options=sorted(L.SURROGATES), type_name="NoneType")),
         (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, reduction=0), TypeError,
          exact(OPTION_TYPE_MESSAGE, name="reduction", options=list(REDUCTIONS), type_name="int")),
-        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, quantile=3), TypeError, exact(QUANTILE_TYPE_MESSAGE, "int")),
+        (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, quantile=3), TypeError, exact(ESTIMATOR_TYPE_MESSAGE, type_name="int")),
         (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, quantile="median"), ValueError,
          _option("quantile", QUANTILE_ESTIMATORS, "median")),
         (lambda s, y: L.precision_at_recall_loss(s, y, 0.9, empty_subset="skip"), ValueError,

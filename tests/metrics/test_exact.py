@@ -1,4 +1,7 @@
-"""Metrics against brute-force loops over thresholds."""
+"""quantile_surrogate.metrics._exact: precision at a recall, recall at an FPR and the predicted positive rate.
+
+Against brute-force loops over thresholds; Precision@K and @tau are in tests/metrics/test_top_k.py.
+"""
 
 import math
 import warnings
@@ -11,6 +14,17 @@ from hypothesis import strategies as st
 from sklearn.exceptions import UndefinedMetricWarning
 
 from quantile_surrogate import metrics as M
+from quantile_surrogate._utils.checks import BINARY_SIGNED, NOT_BINARY_MESSAGE, TARGET_RANGE_MESSAGE
+from quantile_surrogate.metrics._checks import ARRAYS_LENGTH_MESSAGE, SCORES_NONFINITE_MESSAGE, UNDEFINED_MESSAGE
+from quantile_surrogate.metrics._exact import (
+    SCORE_NOT_1D_MESSAGE,
+    SUBSET_EMPTY_MESSAGE,
+    SUBSET_NO_WEIGHT_MESSAGE,
+    SUBSET_SHAPE_MESSAGE,
+    THRESHOLD_NAN_MESSAGE,
+)
+
+from tests._messages import exact, prefix
 
 
 def brute_force_curve(y, s):
@@ -66,15 +80,17 @@ def test_targets_on_the_boundary_of_an_achievable_rate(data, j, ties):
 
 
 @pytest.mark.parametrize(
-    "call",
+    "call, metric, missing",
     [
-        lambda: M.precision_at_recall([0, 0, 0], [0.1, 0.2, 0.3], 0.5),  # no positive: recall is 0/0
-        lambda: M.recall_at_fpr([0, 0, 0], [0.1, 0.2, 0.3], 0.5),  # no positive
-        lambda: M.recall_at_fpr([1, 1, 1], [0.1, 0.2, 0.3], 0.5),  # no negative: FPR is 0/0
+        (lambda: M.precision_at_recall([0, 0, 0], [0.1, 0.2, 0.3], 0.5), "precision_at_recall",
+         "positive (recall is 0/0)"),
+        (lambda: M.recall_at_fpr([0, 0, 0], [0.1, 0.2, 0.3], 0.5), "recall_at_fpr", "positive (recall is 0/0)"),
+        (lambda: M.recall_at_fpr([1, 1, 1], [0.1, 0.2, 0.3], 0.5), "recall_at_fpr",
+         "negative (the false positive rate is 0/0)"),
     ],
 )
-def test_undefined_metrics_are_nan_with_a_warning(call):
-    with pytest.warns(UndefinedMetricWarning, match="is undefined: `y_true` has no"):
+def test_undefined_metrics_are_nan_with_a_warning(call, metric, missing):
+    with pytest.warns(UndefinedMetricWarning, match=exact(UNDEFINED_MESSAGE, metric=metric, missing=missing)):
         assert math.isnan(call())
 
 
@@ -86,36 +102,13 @@ def test_defined_metrics_do_not_warn_and_accept_array_likes():
     assert values == [pytest.approx(2 / 3)] * 3
 
 
-def test_precision_at_k_shares_ties_fairly():
-    y = np.array([1, 0, 1, 0, 0, 1])
-    s = np.array([5.0, 3.0, 3.0, 3.0, 1.0, 0.0])
-    # Top 2: the 5.0 (positive) plus one of three tied 3.0s, of which 1 in 3 is positive.
-    assert M.precision_at_k(y, s, 2) == pytest.approx((1 + 1 / 3) / 2)
-    rng = np.random.default_rng(0)
-    draws = [y[np.lexsort((rng.random(6), -s))][:2].mean() for _ in range(4000)]
-    assert M.precision_at_k(y, s, 2) == pytest.approx(np.mean(draws), abs=0.02)
-
-
-def test_precision_at_rate_rounding():
-    y = np.array([1] * 3 + [0] * 97)
-    s = np.arange(100.0)[::-1]  # the three positives score highest
-    assert M.count_at_rate(100, 0.029) == 3
-    assert M.count_at_rate(100, 0.029, "floor") == 2
-    assert M.count_at_rate(100, 0.07) == 7  # 0.07 * 100 = 7.000000000000001
-    assert M.count_at_rate(50, 0.001) == 1  # never 0
-    assert M.precision_at_rate(y, s, 0.03) == 1.0
-    assert M.precision_at_rate(y, s, 0.06) == 0.5
-    with pytest.raises(ValueError, match="`rounding` must be"):
-        M.count_at_rate(10, 0.1, "round")
-
-
 def test_predicted_positive_rate_refuses_nan_scores_and_thresholds():
     # A NaN score compares False with the threshold: it would silently count as a negative.
-    with pytest.raises(ValueError, match="y_score"):
+    with pytest.raises(ValueError, match=exact(SCORES_NONFINITE_MESSAGE, name="y_score")):
         M.predicted_positive_rate([0.9, float("nan"), 0.1], 0.5)
-    with pytest.raises(ValueError, match="threshold"):
+    with pytest.raises(ValueError, match=exact(THRESHOLD_NAN_MESSAGE)):
         M.predicted_positive_rate([0.9, 0.2, 0.1], float("nan"))
-    with pytest.raises(ValueError, match="y_score"):
+    with pytest.raises(ValueError, match=exact(SCORE_NOT_1D_MESSAGE, shape=(1, 2))):
         M.predicted_positive_rate([[0.9, 0.2]], 0.5)
 
 
@@ -123,20 +116,25 @@ def test_predicted_positive_rate_on_a_subset():
     s = np.array([0.1, 0.5, 0.9, 0.7])
     assert M.predicted_positive_rate(s, 0.5) == 0.5  # strictly above
     assert M.predicted_positive_rate(s, 0.5, subset=[True, True, False, False]) == 0.0
-    with pytest.raises(ValueError, match="`subset` selects no row"):
+    with pytest.raises(ValueError, match=exact(SUBSET_EMPTY_MESSAGE)):
         M.predicted_positive_rate(s, 0.5, subset=[False] * 4)
+    with pytest.raises(ValueError, match=exact(SUBSET_SHAPE_MESSAGE, shape=(3,), expected=(4,))):
+        M.predicted_positive_rate(s, 0.5, subset=[True] * 3)
+    # Weighted, a subset is its rows' weights: the rate of rows 1 and 2 with weights 1 and 3 is 3 / 4.
+    assert M.predicted_positive_rate(s, 0.5, subset=[False, True, True, False], sample_weight=[5, 1, 3, 5]) == 0.75
+    with pytest.raises(ValueError, match=exact(SUBSET_NO_WEIGHT_MESSAGE)):
+        M.predicted_positive_rate(s, 0.5, subset=[True, True, False, False], sample_weight=[0, 0, 1, 1])
 
 
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: M.precision_at_recall([0, 1], [0.1, 0.2], 1.2), "`recall` must be strictly between 0 and 1"),
-        (lambda: M.precision_at_rate([0, 1], [0.1, 0.2], 0.0), "`rate` must be strictly between 0 and 1"),
-        (lambda: M.recall_at_fpr([0, 1], [0.1, 0.2], -0.1), "`fpr` must be strictly between 0 and 1"),
-        (lambda: M.precision_at_recall([0, 2], [0.1, 0.2], 0.5), "`y_true` must be binary"),
-        (lambda: M.precision_at_recall([0, 1, 1], [0.1, 0.2], 0.5), "`y_true` has 3 entries"),
-        (lambda: M.precision_at_recall([0, 1], [0.1, np.nan], 0.5), "`y_score` contains NaN"),
-        (lambda: M.precision_at_k([0, 1], [0.1, 0.2], 3), "`k` must be in"),
+        (lambda: M.precision_at_recall([0, 1], [0.1, 0.2], 1.2), exact(TARGET_RANGE_MESSAGE, name="recall", value=1.2)),
+        (lambda: M.recall_at_fpr([0, 1], [0.1, 0.2], -0.1), exact(TARGET_RANGE_MESSAGE, name="fpr", value=-0.1)),
+        (lambda: M.precision_at_recall([0, 2], [0.1, 0.2], 0.5),
+         prefix(NOT_BINARY_MESSAGE, name="y_true", accepted=BINARY_SIGNED)),
+        (lambda: M.precision_at_recall([0, 1, 1], [0.1, 0.2], 0.5), exact(ARRAYS_LENGTH_MESSAGE, n_true=3, n_score=2)),
+        (lambda: M.precision_at_recall([0, 1], [0.1, np.nan], 0.5), exact(SCORES_NONFINITE_MESSAGE, name="y_score")),
     ],
 )
 def test_bad_input(call, match):

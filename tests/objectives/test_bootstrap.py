@@ -16,6 +16,12 @@ from quantile_surrogate.metrics._held_out import held_out_metric
 from quantile_surrogate.objectives import bootstrap
 from quantile_surrogate.objectives.bootstrap import SortedScores, bootstrap_metrics, metrics_from_counts
 from quantile_surrogate.objectives import OBJECTIVES
+from quantile_surrogate._utils.checks import INTEGER_RANGE_MESSAGE, INTEGER_TYPE_MESSAGE
+from quantile_surrogate.metrics._checks import SCORES_NONFINITE_MESSAGE
+from quantile_surrogate.objectives._registry import UNKNOWN_OBJECTIVE_MESSAGE
+from quantile_surrogate.objectives.bootstrap import ARRAYS_MESSAGE, NO_COUNTING_RULE_MESSAGE
+
+from tests._messages import exact
 
 CASES = [("precision_at_recall", 0.8), ("precision_at_rate", 0.1), ("recall_at_fpr", 0.1)]
 
@@ -148,21 +154,32 @@ def test_every_registered_objective_has_a_counting_rule():
                                                 (True, TypeError), ("100", TypeError)])
 def test_a_bad_number_of_resamples_is_refused(n_resamples, error):
     # A value of the wrong type is a TypeError, a wrong value of the right type a ValueError.
-    with pytest.raises(error, match="`n_resamples` must be an integer >= 1"):
+    fields = dict(name="n_resamples", wanted="an integer >= 1", value=n_resamples)
+    match = (exact(INTEGER_TYPE_MESSAGE, **fields, type_name=type(n_resamples).__name__, example=1)
+             if error is TypeError else exact(INTEGER_RANGE_MESSAGE, **fields))
+    with pytest.raises(error, match=match):
         bootstrap_metrics([True, False], [1.0, -1.0], "precision_at_recall", 0.5, n_resamples=n_resamples)
 
 
-@pytest.mark.parametrize("positive, score, match", [([True, False], [1.0], "one length"),
-                                                    ([], [], "non-empty"),
-                                                    ([True, False], [1.0, np.nan], "NaN or inf")])
+@pytest.mark.parametrize("positive, score, match", [
+    ([True, False], [1.0], exact(ARRAYS_MESSAGE, positive_shape=(2,), score_shape=(1,))),
+    ([], [], exact(ARRAYS_MESSAGE, positive_shape=(0,), score_shape=(0,))),
+    ([True, False], [1.0, np.nan], exact(SCORES_NONFINITE_MESSAGE, name="score")),
+])
 def test_bad_arrays_are_refused(positive, score, match):
     with pytest.raises(ValueError, match=match):
         bootstrap_metrics(positive, score, "precision_at_recall", 0.5, n_resamples=10)
 
 
 def test_an_unknown_objective_is_refused():
-    with pytest.raises(ValueError, match="`objective` must be one of"):
+    with pytest.raises(ValueError, match=exact(UNKNOWN_OBJECTIVE_MESSAGE, names=sorted(OBJECTIVES), value="accuracy")):
         bootstrap_metrics([True, False], [1.0, -1.0], "accuracy", 0.5, n_resamples=10)
+
+
+def test_an_objective_without_a_counting_rule_is_refused(monkeypatch):
+    monkeypatch.delitem(bootstrap.OBJECTIVE_REDUCES, "recall_at_fpr")
+    with pytest.raises(ValueError, match=exact(NO_COUNTING_RULE_MESSAGE, objective="recall_at_fpr")):
+        bootstrap_metrics([True, False], [1.0, -1.0], "recall_at_fpr", 0.5, n_resamples=10)
 
 
 def test_chunked_draws_give_the_same_numbers(monkeypatch):

@@ -11,6 +11,9 @@ from sklearn.exceptions import UndefinedMetricWarning
 
 from quantile_surrogate import losses, metrics
 from quantile_surrogate.objectives import objective_loss, objective_metric
+from quantile_surrogate.objectives.evaluation import UNDEFINED_RATE_MESSAGE
+
+from tests._messages import exact
 
 
 def test_form_reaches_the_rate_loss_only():
@@ -35,7 +38,7 @@ def test_grouped_metric_is_nan_with_a_warning_when_undefined():
     y = np.zeros(6, dtype=int)
     s = np.arange(6.0)
     groups = np.array([0, 0, 0, 1, 1, 1])
-    with pytest.warns(UndefinedMetricWarning, match="recall"):
+    with pytest.warns(UndefinedMetricWarning, match=exact(UNDEFINED_RATE_MESSAGE, why="recall: no row is positive")):
         value = objective_metric(y, s, objective="recall_at_fpr", target=0.3, groups=groups)
     assert math.isnan(value)
 

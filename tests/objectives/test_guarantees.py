@@ -1,53 +1,28 @@
-"""Thresholds with a held-out guarantee: ranks against Beta/Binomial brute force, coverage by simulation."""
+"""quantile_surrogate.objectives.guarantees: thresholds with a held-out guarantee, coverage by simulation.
+
+The rank they read their scores at is tested in tests/objectives/test_order_statistic_rank.py.
+"""
 
 import math
-import re
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from quantile_surrogate._utils.checks import NUMBER_TYPE_MESSAGE, TARGET_RANGE_MESSAGE
+from quantile_surrogate.objectives._order_statistic_rank import DELTA_MESSAGE, TOO_FEW_MESSAGE
 from quantile_surrogate.objectives.guarantees import (
     BOUND_MESSAGE,
+    SCORES_MESSAGE,
     fpr_threshold,
     guaranteed_rank,
-    min_calibration_size,
     rate_threshold,
     recall_threshold,
 )
 
+from tests._messages import exact
+
 DRAWS = 1000
-
-
-def brute_rank(n, tail, delta):
-    """Largest k with P(U_(k) <= tail) >= 1 - delta, U_(k) ~ Beta(k, n - k + 1); 0 if none."""
-    best = 0
-    for k in range(1, n + 1):
-        if stats.beta.cdf(tail, k, n - k + 1) >= 1 - delta:
-            best = k
-    return best
-
-
-@pytest.mark.parametrize("n", [1, 2, 10, 59, 60, 100, 257, 1000])
-@pytest.mark.parametrize("tail", [0.01, 0.05, 0.1, 0.3, 0.5])
-@pytest.mark.parametrize("delta", [0.01, 0.05, 0.2])
-def test_rank_matches_beta_brute_force(n, tail, delta):
-    expected = brute_rank(n, tail, delta)
-    if expected == 0:
-        assert n < min_calibration_size(tail, delta)
-        with pytest.raises(ValueError, match=f"needs at least {min_calibration_size(tail, delta)}"):
-            guaranteed_rank(n, tail, delta)
-    else:
-        assert n >= min_calibration_size(tail, delta)
-        assert guaranteed_rank(n, tail, delta) == expected
-
-
-@pytest.mark.parametrize("tail, delta, expected", [(0.05, 0.05, 59), (0.01, 0.05, 299), (0.1, 0.1, 22), (0.5, 0.5, 1)])
-def test_min_calibration_size(tail, delta, expected):
-    # (1 - tail)^n <= delta < (1 - tail)^(n - 1)
-    assert min_calibration_size(tail, delta) == expected
-    assert (1 - tail) ** expected <= delta
-    assert expected == 1 or (1 - tail) ** (expected - 1) > delta
 
 
 def test_recall_threshold_is_just_below_the_kth_smallest():
@@ -149,35 +124,39 @@ def test_guarantees_hold_with_ties():
 
 
 def test_too_few_rows_says_how_many_are_needed():
-    with pytest.raises(ValueError, match="recall >= 0.95 .* needs at least 59 held-out positive rows; got 58"):
+    with pytest.raises(ValueError, match=exact(TOO_FEW_MESSAGE, what="recall >= 0.95", confidence=0.95, needed=59,
+                                               rows="positive rows", got=58)):
         recall_threshold(np.arange(58.0), 0.95, 0.05)
     recall_threshold(np.arange(59.0), 0.95, 0.05)
-    with pytest.raises(ValueError, match="needs at least 299 held-out negative rows; got 298"):
+    with pytest.raises(ValueError, match=exact(TOO_FEW_MESSAGE, what="FPR <= 0.01", confidence=0.95, needed=299,
+                                               rows="negative rows", got=298)):
         fpr_threshold(np.arange(298.0), 0.01, 0.05)
-    with pytest.raises(ValueError, match="rate <= 0.01 .* needs at least 299 held-out rows"):
+    with pytest.raises(ValueError, match=exact(TOO_FEW_MESSAGE, what="rate <= 0.01", confidence=0.95, needed=299,
+                                               rows="rows", got=100)):
         rate_threshold(np.arange(100.0), 0.01, 0.05)
+    with pytest.raises(ValueError, match=exact(TOO_FEW_MESSAGE, what="rate >= 0.99", confidence=0.95, needed=299,
+                                               rows="rows", got=100)):
+        rate_threshold(np.arange(100.0), 0.99, 0.05, bound="lower")
 
 
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: recall_threshold(np.arange(100.0), 1.0), ValueError, "`target` must be strictly between 0 and 1"),
+        (lambda: recall_threshold(np.arange(100.0), 1.0), ValueError,
+         exact(TARGET_RANGE_MESSAGE, name="target", value=1.0)),
         (lambda: recall_threshold(np.arange(100.0), 0.0), ValueError, "`target`"),
-        (lambda: recall_threshold(np.arange(100.0), 0.9, 1.0), ValueError, "`delta` must be strictly between"),
+        (lambda: recall_threshold(np.arange(100.0), 0.9, 1.0), ValueError, exact(DELTA_MESSAGE, value=1.0)),
         (lambda: fpr_threshold(np.arange(100.0), 0.1, 0.0), ValueError, "`delta`"),
-        (lambda: recall_threshold(np.arange(100.0), 0.9, "0.05"), TypeError, "`delta` must be a real number"),
-        (lambda: recall_threshold([1.0, np.nan] * 50, 0.9), ValueError, "1 NaN or inf|50 NaN or inf"),
-        (lambda: recall_threshold(np.ones((10, 10)), 0.9), ValueError, r"`scores_pos` .* shape \(10, 10\)"),
-        (lambda: fpr_threshold([], 0.1), ValueError, "`scores_neg` .* no values"),
-        (lambda: rate_threshold(np.arange(100.0), 0.5, bound="both"), ValueError, "`bound` must be 'upper'"),
-        (lambda: guaranteed_rank(10.0, 0.5), TypeError, "`n` must be an int"),
+        (lambda: recall_threshold(np.arange(100.0), 0.9, "0.05"), TypeError,
+         exact(NUMBER_TYPE_MESSAGE, name="delta", type_name="str")),
+        (lambda: recall_threshold([1.0, np.nan] * 50, 0.9), ValueError,
+         exact(SCORES_MESSAGE, name="scores_pos", problem="50 NaN or inf of 100")),
+        (lambda: recall_threshold(np.ones((10, 10)), 0.9), ValueError,
+         exact(SCORES_MESSAGE, name="scores_pos", problem="shape (10, 10)")),
+        (lambda: fpr_threshold([], 0.1), ValueError, exact(SCORES_MESSAGE, name="scores_neg", problem="no values")),
+        (lambda: rate_threshold(np.arange(100.0), 0.5, bound="both"), ValueError, exact(BOUND_MESSAGE, value="both")),
     ],
 )
 def test_bad_arguments(call, error, match):
     with pytest.raises(error, match=match):
         call()
-
-
-def test_bound_message_constant():
-    with pytest.raises(ValueError, match=re.escape(BOUND_MESSAGE.format(value="x"))):
-        rate_threshold(np.arange(100.0), 0.5, bound="x")

@@ -12,7 +12,18 @@ from hypothesis import strategies as st
 
 from quantile_surrogate._utils.counts import count
 from quantile_surrogate.objectives import OBJECTIVES
-from quantile_surrogate.objectives.thresholds import TiedScoresWarning, allowed_count, constraint_threshold
+from quantile_surrogate.objectives.thresholds import (
+    EMPTY_CONSTRAINT_MESSAGE,
+    GROUP_ERROR_MESSAGE,
+    TIE_POLICY,
+    TIED_SCORES_MESSAGE,
+    TiedScoresWarning,
+    allowed_count,
+    constraint_threshold,
+    group_constraint_thresholds,
+)
+
+from tests._messages import exact
 
 NAMES = sorted(OBJECTIVES)
 
@@ -70,9 +81,25 @@ def test_capacity_is_not_exceeded_with_eight_distinct_scores():
     rng = np.random.default_rng(0)
     scores = rng.integers(0, 8, 1000).astype(float)
     labels = (rng.random(1000) < 0.2).astype(int)
-    with pytest.warns(TiedScoresWarning, match="at most 50"):
+    with pytest.warns(TiedScoresWarning) as caught:
         theta = constraint_threshold(scores, labels, objective="precision_at_rate", target=0.05)
-    assert np.mean(scores > theta) <= 0.05
+    above = int(np.sum(scores > theta))
+    assert above <= 50
+    assert str(caught[0].message) == TIED_SCORES_MESSAGE.format(
+        above=above, size=1000, subset="all", achieved=above / 1000, target=0.05, bound="at most", wanted=50,
+        policy=TIE_POLICY["at_most"])
+
+
+def test_an_empty_subset_is_refused_and_a_group_names_itself():
+    with pytest.raises(ValueError, match=exact(EMPTY_CONSTRAINT_MESSAGE, objective="precision_at_recall", weighted="")):
+        constraint_threshold([0.1, 0.2], [0, 0], objective="precision_at_recall", target=0.5)
+    with pytest.raises(ValueError, match=exact(EMPTY_CONSTRAINT_MESSAGE, objective="precision_at_recall",
+                                               weighted=" of positive `sample_weight`")):
+        constraint_threshold([0.1, 0.2], [1, 0], objective="precision_at_recall", target=0.5, sample_weight=[0, 1])
+    empty = EMPTY_CONSTRAINT_MESSAGE.format(objective="precision_at_recall", weighted="")
+    with pytest.raises(ValueError, match=exact(GROUP_ERROR_MESSAGE, name="b", error=empty, subset="positives")):
+        group_constraint_thresholds([0.1, 0.2, 0.3, 0.4], [1, 0, 0, 0], [0, 0, 1, 1], objective="precision_at_recall",
+                                    target=0.5, names=["a", "b"])
 
 
 def test_one_binary_feature_does_not_predict_every_row():

@@ -9,8 +9,10 @@ import pytest
 import torch
 
 from quantile_surrogate import quantiles as Q
+from quantile_surrogate._utils.checks import EMPTY_MESSAGE, LEVEL_RANGE_MESSAGE, NONFINITE_MESSAGE, NOT_1D_MESSAGE
 
 from tests import _reference as ref
+from tests._messages import exact
 
 LEVELS = [0.0, 0.004, 0.01, 0.03, 0.05, 0.29, 0.5, 0.71, 0.95, 0.97, 0.99, 0.996, 1.0]
 
@@ -65,13 +67,14 @@ LOOP_REFERENCES = {"point": ref.point, "lower_mean": ref.lower_mean, "harrell_da
                    "epanechnikov": lambda s, c: ref.kernel(s, c, 0.08, "epanechnikov"),
                    "interval": lambda s, c: ref.interval(s, max(c - 0.1, 0.0), min(c + 0.1, 1.0))}
 
+# (scores, level, message constant, its fields); the interval estimator names its bound, `low` or `high`.
 BAD_INPUTS = [
-    (torch.tensor([1.0, 2.0]), 1.5, "`level` must be in \\[0, 1\\]"),
-    (torch.tensor([1.0, 2.0]), -0.1, "`level` must be in \\[0, 1\\]"),
-    (torch.tensor([]), 0.5, "`scores` is empty"),
-    (torch.tensor([1.0, float("nan")]), 0.5, "`scores` contains NaN or inf"),
-    (torch.tensor([1.0, float("inf")]), 0.5, "`scores` contains NaN or inf"),
-    (torch.ones(2, 2), 0.5, "`scores` must be 1-D"),
+    (torch.tensor([1.0, 2.0]), 1.5, LEVEL_RANGE_MESSAGE, dict(name="level", value=1.5)),
+    (torch.tensor([1.0, 2.0]), -0.1, LEVEL_RANGE_MESSAGE, dict(name="level", value=-0.1)),
+    (torch.tensor([]), 0.5, EMPTY_MESSAGE, dict(name="scores")),
+    (torch.tensor([1.0, float("nan")]), 0.5, NONFINITE_MESSAGE, dict(name="scores", count=1, total=2)),
+    (torch.tensor([1.0, float("inf")]), 0.5, NONFINITE_MESSAGE, dict(name="scores", count=1, total=2)),
+    (torch.ones(2, 2), 0.5, NOT_1D_MESSAGE, dict(name="scores", shape=(2, 2))),
 ]
 
 HALF_N = 70_000  # above 65504, the largest float16: a float16 count or rank would be inf
@@ -145,10 +148,10 @@ def check_gap_shrinks_like_inverse_square_root(estimate):
     assert -0.65 <= slope <= -0.35, slope
 
 
-def check_bad_input_raises_value_error_naming_the_argument(name, scores, level, match):
-    if name == "interval":
-        match = match.replace("`level`", "`(low|high)`")
-    with pytest.raises(ValueError, match=match):
+def check_bad_input_raises_value_error_naming_the_argument(name, scores, level, message, fields):
+    if name == "interval" and fields["name"] == "level":
+        fields = {**fields, "name": "high" if level > 1 else "low"}
+    with pytest.raises(ValueError, match=exact(message, **fields)):
         if name == "interval":
             Q.interval_quantile(scores, level, 1.0) if level <= 1 else Q.interval_quantile(scores, 0.0, level)
         else:

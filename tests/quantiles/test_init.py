@@ -4,12 +4,16 @@ import pytest
 import torch
 
 from quantile_surrogate import quantiles as Q
+from quantile_surrogate._utils.checks import OPTION_MESSAGE
+
+from tests._messages import exact
 
 
 def test_an_unknown_estimator_name_is_refused():
-    with pytest.raises(ValueError, match="`quantile` must be one of"):
+    with pytest.raises(ValueError, match=exact(OPTION_MESSAGE, name="quantile", options=sorted(Q.QUANTILE_ESTIMATORS),
+                                               value="median")):
         Q.resolve_quantile("median")
-    with pytest.raises(TypeError, match="`quantile` must be an estimator name or a callable"):
+    with pytest.raises(TypeError, match=exact(Q.ESTIMATOR_TYPE_MESSAGE, type_name="int")):
         Q.resolve_quantile(3)
 
 
@@ -20,3 +24,12 @@ def test_every_named_estimator_resolves_and_shares_quantile_estimates(name):
     together = Q.quantile_estimates(name, scores, (0.3, 0.7), bandwidth=0.2)
     torch.testing.assert_close(together, torch.stack([estimate(scores, 0.3), estimate(scores, 0.7)]),
                                atol=1e-12, rtol=0)
+
+
+def test_weights_need_a_named_estimator_and_an_empty_subset_gives_nan():
+    scores = torch.tensor([3.0, 1.0, 4.0, 1.5], dtype=torch.float64)
+    with pytest.raises(ValueError, match=exact(Q.WEIGHTED_CALLABLE_MESSAGE)):
+        Q.quantile_estimates(lambda s, c: s.min(), scores, (0.5,), weight=torch.ones(4, dtype=torch.float64))
+    nothing = torch.zeros(4, dtype=torch.bool)
+    for quantile in ("point", "lower_mean", lambda s, c: s.min()):
+        assert torch.isnan(Q.quantile_estimates(quantile, scores, (0.2, 0.8), subset=nothing)).all()

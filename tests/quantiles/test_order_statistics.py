@@ -10,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantile_surrogate import quantiles as Q
+from quantile_surrogate._utils.checks import NOT_FLOAT_MESSAGE, NOT_TENSOR_MESSAGE, NUMBER_TYPE_MESSAGE
+from quantile_surrogate.quantiles.order_statistics import INTERVAL_ORDER_MESSAGE
 
+from tests._messages import exact
 from tests.quantiles import _cases as C
 
 NAMES = ("point", "lower_mean", "interval")
@@ -103,19 +106,19 @@ def test_gap_to_full_set_shrinks_like_inverse_square_root_of_sample_size(estimat
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("scores, level, match", C.BAD_INPUTS)
-def test_bad_input_raises_value_error_naming_the_argument(name, scores, level, match):
-    C.check_bad_input_raises_value_error_naming_the_argument(name, scores, level, match)
+@pytest.mark.parametrize("scores, level, message, fields", C.BAD_INPUTS)
+def test_bad_input_raises_value_error_naming_the_argument(name, scores, level, message, fields):
+    C.check_bad_input_raises_value_error_naming_the_argument(name, scores, level, message, fields)
 
 
 def test_bad_types():
-    with pytest.raises(TypeError, match="`scores` must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=exact(NOT_TENSOR_MESSAGE, name="scores", type_name="list")):
         Q.point_quantile([1.0, 2.0], 0.5)
-    with pytest.raises(TypeError, match="`scores` must be a floating point tensor"):
+    with pytest.raises(TypeError, match=exact(NOT_FLOAT_MESSAGE, name="scores", dtype=torch.int64)):
         Q.point_quantile(torch.tensor([1, 2]), 0.5)
-    with pytest.raises(TypeError, match="`level` must be a real number"):
+    with pytest.raises(TypeError, match=exact(NUMBER_TYPE_MESSAGE, name="level", type_name="str")):
         Q.point_quantile(torch.tensor([1.0, 2.0]), "0.5")
-    with pytest.raises(ValueError, match="`low` must be smaller than `high`"):
+    with pytest.raises(ValueError, match=exact(INTERVAL_ORDER_MESSAGE, low=0.6, high=0.4)):
         Q.interval_quantile(torch.tensor([1.0, 2.0]), 0.6, 0.4)
 
 

@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantile_surrogate import quantiles as Q
+from quantile_surrogate._utils.checks import (
+    BANDWIDTH_MESSAGE,
+    LEVEL_RANGE_MESSAGE,
+    NONFINITE_MESSAGE,
+    NOT_TENSOR_MESSAGE,
+    OPTION_MESSAGE,
+)
+from quantile_surrogate.quantiles.smooth import NOT_ASCENDING_MESSAGE
 
+from tests._messages import exact
 from tests.quantiles import _cases as C
 
 REFERENCE_CASES = ("gaussian", "gaussian_wide", "epanechnikov", "harrell_davis")
@@ -89,19 +98,19 @@ def test_gap_to_full_set_shrinks_like_inverse_square_root_of_sample_size():
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("scores, level, match", C.BAD_INPUTS)
-def test_bad_input_raises_value_error_naming_the_argument(name, scores, level, match):
-    C.check_bad_input_raises_value_error_naming_the_argument(name, scores, level, match)
+@pytest.mark.parametrize("scores, level, message, fields", C.BAD_INPUTS)
+def test_bad_input_raises_value_error_naming_the_argument(name, scores, level, message, fields):
+    C.check_bad_input_raises_value_error_naming_the_argument(name, scores, level, message, fields)
 
 
 @pytest.mark.parametrize("bandwidth", [0.0, -0.1, float("nan"), float("inf")])
 def test_bad_bandwidth(bandwidth):
-    with pytest.raises(ValueError, match="`bandwidth` must be a finite number > 0"):
+    with pytest.raises(ValueError, match=exact(BANDWIDTH_MESSAGE, value=bandwidth)):
         Q.kernel_quantile(torch.tensor([1.0, 2.0]), 0.5, bandwidth)
 
 
 def test_an_unknown_kernel_is_refused():
-    with pytest.raises(ValueError, match="`kernel` must be one of"):
+    with pytest.raises(ValueError, match=exact(OPTION_MESSAGE, name="kernel", options=sorted(Q.KERNELS), value="box")):
         Q.kernel_quantile(torch.tensor([1.0, 2.0]), 0.5, kernel="box")
 
 
@@ -119,15 +128,16 @@ def test_half_precision_matches_the_float64_reference_above_65504_rows(dtype, au
 
 def test_kernel_weights_refuse_what_would_give_meaningless_weights():
     ascending = torch.tensor([1.0, 2.0, 3.0])
-    with pytest.raises(ValueError, match="ascending"):
+    with pytest.raises(ValueError, match=exact(NOT_ASCENDING_MESSAGE)):
         Q.kernel_weights(torch.tensor([2.0, 1.0, 3.0]), 0.5, 0.1)
-    with pytest.raises(ValueError, match="kernel"):
+    with pytest.raises(ValueError, match=exact(OPTION_MESSAGE, name="kernel", options=sorted(Q.KERNELS),
+                                               value="triangular")):
         Q.kernel_weights(ascending, 0.5, 0.1, "triangular")
-    with pytest.raises(ValueError, match="bandwidth"):
+    with pytest.raises(ValueError, match=exact(BANDWIDTH_MESSAGE, value=0.0)):
         Q.kernel_weights(ascending, 0.5, 0.0)
-    with pytest.raises(ValueError, match="level"):
+    with pytest.raises(ValueError, match=exact(LEVEL_RANGE_MESSAGE, name="level", value=1.5)):
         Q.kernel_weights(ascending, 1.5, 0.1)
-    with pytest.raises(ValueError, match="NaN|finite"):
+    with pytest.raises(ValueError, match=exact(NONFINITE_MESSAGE, name="sorted_scores", count=1, total=2)):
         Q.kernel_weights(torch.tensor([1.0, float("nan")]), 0.5, 0.1)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=exact(NOT_TENSOR_MESSAGE, name="sorted_scores", type_name="list")):
         Q.kernel_weights([1.0, 2.0], 0.5, 0.1)

@@ -15,10 +15,15 @@ from quantile_surrogate.training import train
 from quantile_surrogate.training.checkpoint import (
     CHECKPOINT_VERSION,
     FORMAT,
+    MISMATCH_MESSAGE,
+    NOT_A_FILE_MESSAGE,
+    UNREADABLE_MESSAGE,
+    VERSION_MESSAGE,
     checkpoint_seed,
     remove_stale_temporaries,
 )
-from quantile_surrogate.training._state import LoopState
+from quantile_surrogate.training._state import FIELDS_MESSAGE, LoopState
+from tests._messages import exact, prefix
 from tests.training._helpers import blobs, linear, params
 
 torch.set_num_threads(1)
@@ -89,7 +94,7 @@ def test_the_file_is_plain_tensors_and_records(tmp_path):
     assert (state.seed, state.restart, len(state.restart_losses), len(state.run.loss_curve)) == (5, 1, 1, 2)
     assert state.best.restart == 0 and state.best.start == "logistic"
     assert set(state.key) == {"settings", "random_state", "architecture", "X", "y", "groups", "validation"}
-    with pytest.raises(ValueError, match="fields"):
+    with pytest.raises(ValueError, match=prefix(FIELDS_MESSAGE, record="LoopState")):
         LoopState.from_dict(dict(saved["state"], extra=1))
 
 
@@ -118,7 +123,7 @@ def test_a_checkpoint_from_another_fit_is_refused_and_the_message_says_why(tmp_p
     kwargs = dict(objective="precision_at_rate", target=0.2, checkpoint=path, **SHORT)
     model = linear()
     train(model, first.pop("X"), first.pop("y"), **dict(kwargs, **first))
-    with pytest.raises(ValueError, match=f"written by a fit with other {part}, so it cannot be resumed"):
+    with pytest.raises(ValueError, match=exact(MISMATCH_MESSAGE, path=str(path), parts=part)):
         train(model, second.pop("X"), second.pop("y"), **dict(kwargs, **second))
 
 
@@ -156,7 +161,7 @@ def test_a_file_that_is_not_a_checkpoint_gets_our_message_and_runs_no_code(tmp_p
     train(linear(), X, y, checkpoint=valid, **SHORT)
     _write_bad_file(kind, path, marker, valid)
     before = path.read_bytes()
-    with pytest.raises(ValueError, match="is not a readable training checkpoint") as error:
+    with pytest.raises(ValueError, match=prefix(UNREADABLE_MESSAGE, path=str(path))) as error:
         train(linear(), X, y, checkpoint=path, **SHORT)
     assert "weights_only" not in str(error.value)  # torch's advice to load it unsafely is not passed on
     # No chained torch error either (its message advises weights_only=False).
@@ -169,7 +174,7 @@ def test_a_checkpoint_of_another_format_version_says_so(tmp_path):
     path = tmp_path / "fit.pt"
     torch.save({"format": FORMAT, "version": 1, "state": {}}, path)
     X, y = blobs()
-    with pytest.raises(ValueError, match="checkpoint format 1; this version of quantile_surrogate resumes format 2"):
+    with pytest.raises(ValueError, match=exact(VERSION_MESSAGE, path=str(path), found=1, expected=CHECKPOINT_VERSION)):
         train(linear(), X, y, checkpoint=path, **SHORT)
 
 
@@ -184,7 +189,7 @@ def test_a_checkpoint_path_that_is_not_a_regular_file_is_neither_read_nor_replac
     else:
         train(linear(), X, y, checkpoint=target, **SHORT)
         path.symlink_to(target)
-    with pytest.raises(ValueError, match="exists and is not a regular file"):
+    with pytest.raises(ValueError, match=prefix(NOT_A_FILE_MESSAGE, path=str(path))):
         train(linear(), X, y, checkpoint=path, **SHORT)
     assert path.is_symlink() if kind == "link" else not path.is_file()
 

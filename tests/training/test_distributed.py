@@ -18,7 +18,11 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from quantile_surrogate import losses
-from quantile_surrogate.training.distributed import DistributedQuantileLoss, all_gather_scores, distributed_loss
+from quantile_surrogate._utils.checks import NOT_1D_MESSAGE, NOT_TENSOR_MESSAGE, REDUCTION_MESSAGE
+from quantile_surrogate.training.distributed import (GROUPS_UNSUPPORTED_MESSAGE, NOT_A_LOSS_MODULE_MESSAGE,
+                                                     SUBSET_NEEDED_MESSAGE, UNSUPPORTED_LOSS_MESSAGE,
+                                                     DistributedQuantileLoss, all_gather_scores, distributed_loss)
+from tests._messages import exact, prefix
 from quantile_surrogate.losses.modules import PrecisionAtRecallLoss
 
 pytestmark = pytest.mark.skipif(
@@ -253,13 +257,17 @@ def test_without_process_group_it_is_the_plain_loss():
 
 def test_bad_arguments():
     scores, labels = _data(20, 7)
-    with pytest.raises(TypeError, match="`loss_fn` must be one of"):
+    with pytest.raises(TypeError, match=prefix(UNSUPPORTED_LOSS_MESSAGE)):
         distributed_loss(lambda s, y, **kw: s.sum(), scores, labels)
-    with pytest.raises(ValueError, match="`reduction` must be one of"):
+    with pytest.raises(ValueError, match=exact(REDUCTION_MESSAGE, value="avg")):
         distributed_loss(losses.precision_at_recall_loss, scores, labels, recall=0.8, reduction="avg")
-    with pytest.raises(ValueError, match="Pass `subset=`"):
+    with pytest.raises(ValueError, match=exact(SUBSET_NEEDED_MESSAGE)):
         distributed_loss(losses.rate_constrained_loss, scores, labels, rate=0.5)
-    with pytest.raises(TypeError, match="`loss` must be a loss module"):
+    with pytest.raises(TypeError, match=exact(NOT_A_LOSS_MODULE_MESSAGE, type_name="MSELoss")):
         DistributedQuantileLoss(nn.MSELoss())
-    with pytest.raises(ValueError, match="`local` must be 1-D"):
+    with pytest.raises(ValueError, match=exact(NOT_1D_MESSAGE, name="local", shape=(4, 5))):
         all_gather_scores(scores.reshape(4, 5))
+    with pytest.raises(TypeError, match=exact(NOT_TENSOR_MESSAGE, name="labels", type_name="list")):
+        distributed_loss(losses.precision_at_recall_loss, scores, labels.tolist(), recall=0.8)
+    with pytest.raises(ValueError, match=exact(GROUPS_UNSUPPORTED_MESSAGE)):
+        distributed_loss(losses.precision_at_recall_loss, scores, labels, recall=0.8, groups=torch.zeros(20, dtype=torch.long))

@@ -11,8 +11,9 @@ from torch import nn
 from quantile_surrogate._utils.errors import DIVERGED_MESSAGE, TrainingDivergedError
 from quantile_surrogate.metrics import precision_at_recall
 from quantile_surrogate.objectives import objective_loss, predict_scores, training_loss
-from quantile_surrogate.training import train
+from quantile_surrogate.training import VALIDATION_WEIGHT_MESSAGE, train
 from quantile_surrogate.training.models import fit_logistic, mlp_scorer
+from tests._messages import exact, prefix
 from tests.training._helpers import blobs, linear, params
 
 torch.set_num_threads(1)
@@ -210,14 +211,14 @@ def test_validation_weights_count_as_repeated_validation_rows(objective):
     plain = train(linear(), X, y, validation=(Xv, yv), **common)
     np.testing.assert_allclose(weighted.validation_curve, repeated.validation_curve, rtol=1e-12)
     assert weighted.validation_curve != plain.validation_curve  # the weights matter here
-    with pytest.raises(ValueError, match="`validation_weight` weights the rows of `validation`"):
+    with pytest.raises(ValueError, match=exact(VALIDATION_WEIGHT_MESSAGE)):
         train(linear(), X, y, validation_weight=w, **common)
 
 
 # -- divergence and progress --------------------------------------------------------------------
 def test_divergence_raises_the_one_error_naming_the_epoch_and_a_smaller_learning_rate():
     X, y = blobs()
-    with pytest.raises(TrainingDivergedError, match="smaller learning_rate") as info:
+    with pytest.raises(TrainingDivergedError, match=prefix(DIVERGED_MESSAGE, what="the loss or the parameters")) as info:
         train(lambda: mlp_scorer(3, (16,)), X, y, learning_rate=1e300, max_epochs=20, random_state=0)
     error = info.value
     assert re.fullmatch(r"at epoch \d+ of restart 0", error.where)

@@ -5,7 +5,10 @@ import pytest
 import torch
 from torch import nn
 
+from quantile_surrogate._utils.checks import OPTION_MESSAGE
 from quantile_surrogate.training.models import (
+    ACTIVATIONS,
+    NOT_A_MODULE_MESSAGE,
     build_scorer,
     decayed_parameters,
     fit_logistic,
@@ -13,6 +16,7 @@ from quantile_surrogate.training.models import (
     mlp_scorer,
     reset_parameters,
 )
+from tests._messages import exact
 from tests.training._helpers import blobs
 
 torch.set_num_threads(1)
@@ -40,7 +44,8 @@ def test_mlp_scorer_composes_its_layers_with_the_activation(activation, function
 
 
 def test_mlp_scorer_refuses_an_unknown_activation():
-    with pytest.raises(ValueError, match="`activation` must be one of"):
+    with pytest.raises(ValueError, match=exact(OPTION_MESSAGE, name="activation", options=sorted(ACTIVATIONS),
+                                               value="softplus")):
         mlp_scorer(3, (4,), "softplus")
 
 
@@ -49,7 +54,7 @@ def test_build_scorer_picks_linear_mlp_or_the_factory():
     assert [m.out_features for m in build_scorer(3, (6,)) if isinstance(m, nn.Linear)] == [6, 1]
     custom = nn.Sequential(nn.Linear(3, 1))
     assert build_scorer(3, (6,), module_factory=lambda d: custom) is custom
-    with pytest.raises(TypeError, match="`module_factory` must return a torch.nn.Module; it returned function"):
+    with pytest.raises(TypeError, match=exact(NOT_A_MODULE_MESSAGE, name="module_factory", type_name="function")):
         build_scorer(3, module_factory=lambda d: (lambda x: x))
 
 

@@ -1,19 +1,23 @@
-"""Algorithm 1's minibatches (quantile_surrogate.training.sampling): which rows set the threshold."""
+"""Algorithm 1's minibatches (quantile_surrogate.training.sampling): which rows set the threshold. The full-batch
+epoch (one forward pass, theta from all of A) is tested in test_steps.py."""
 
 import numpy as np
 import pytest
 import torch
 
-from quantile_surrogate.objectives import objective_loss, subset_mask
+from quantile_surrogate.objectives import subset_mask
 from quantile_surrogate.training import train
+from quantile_surrogate._utils.checks import BINARY_01, INTEGER_TYPE_MESSAGE, NOT_BINARY_MESSAGE
 from quantile_surrogate.training.sampling import (
     MIN_GROUP_SUBSET_ROWS,
+    SAMPLER_NO_SUBSET_MESSAGE,
     SubsetBatchSampler,
     epoch_batches,
     group_shares,
     subset_batches,
 )
-from tests.training._helpers import Recorder, blobs, linear, params, trained
+from tests._messages import exact
+from tests.training._helpers import Recorder, blobs, trained
 
 torch.set_num_threads(1)
 
@@ -68,36 +72,6 @@ def test_subset_from_batch_uses_the_batch_rows_of_A():
     assert seen[:4] == positives  # then one full-batch call for the final training loss
 
 
-def test_full_batch_is_one_forward_pass_per_epoch():
-    X, y = blobs()
-    built = []
-
-    def factory():
-        built.append(Recorder(3))
-        return built[-1]
-
-    train(factory, X, y, batch_size=None, max_epochs=3, random_state=0)
-    assert [x.shape[0] for x in trained(built)] == [300] * 3
-
-
-@pytest.mark.parametrize("objective", ["precision_at_recall", "recall_at_fpr"])
-def test_the_full_batch_threshold_is_the_quantile_of_A_only(objective):
-    X, y = blobs()
-    seen = []
-    result = train(linear(), X, y, objective=objective, target=0.3, max_epochs=1, random_state=0, callback=seen.append)
-    start = torch.nn.Linear(3, 1).double()
-    start.load_state_dict(result.initial_state)
-    with torch.no_grad():
-        scores = start(X).reshape(-1)
-    expected = objective_loss(scores, y.bool(), objective=objective, target=0.3,
-                              threshold_scores=scores[subset_mask(y, objective)])
-    # The first epoch's loss and threshold are those of the start, with theta = q(f(A), 1 - c).
-    assert result.loss_curve[0] == pytest.approx(float(expected.loss), rel=1e-12)
-    assert seen[0]["threshold"] == pytest.approx(float(expected.threshold), rel=1e-12)
-    everyone = objective_loss(scores, y.bool(), objective=objective, target=0.3, threshold_scores=scores)
-    assert abs(float(everyone.threshold) - float(expected.threshold)) > 0.05  # all rows would be another threshold
-
-
 def test_epoch_batches_are_a_seeded_pass_over_the_rows_and_a_stream_over_A():
     subset_index = torch.tensor([1, 4, 5, 8, 9, 12, 17])
     draw = lambda: epoch_batches(20, 6, torch.Generator().manual_seed(3), subset_index=subset_index, subset_size=3)
@@ -141,25 +115,6 @@ def test_per_group_draws_give_every_group_the_size_or_all_of_its_rows():
     index = torch.arange(88) + 100
     for rows in subset_batches(index, 5, 20, torch.Generator().manual_seed(0), codes, per_group=True):
         assert torch.bincount(codes[rows - 100], minlength=3).tolist() == [20, 8, 20]
-
-
-@pytest.mark.parametrize("objective", ["precision_at_recall", "precision_at_rate"])
-def test_full_batch_training_is_unchanged_by_the_subset_settings(objective):
-    X, y = blobs(n=300, seed=2)
-    runs = [train(linear(), X, y, objective=objective, target=0.9, max_epochs=4, random_state=3, **settings)
-            for settings in ({}, dict(subset_batch_size=7), dict(subset_from_batch=True))]
-    assert all(torch.equal(params(runs[0].model), params(run.model)) for run in runs[1:])
-    # ... and is gradient descent on the loss with theta from all of A: one step by hand, bit for bit.
-    start = torch.nn.Linear(3, 1).double()
-    start.load_state_dict(runs[0].initial_state)
-    optimizer = torch.optim.SGD(start.parameters(), lr=0.01, momentum=0.9)
-    for _ in range(4):
-        optimizer.zero_grad()
-        scores = start(X).reshape(-1)
-        objective_loss(scores, y.bool(), objective=objective, target=0.9,
-                       threshold_scores=scores[subset_mask(y, objective)]).loss.backward()
-        optimizer.step()
-    assert torch.equal(params(start), params(runs[0].model))
 
 
 # -- SubsetBatchSampler ---------------------------------------------------------------------------
@@ -235,11 +190,12 @@ def test_subset_batch_sampler_collates_the_two_minibatches_in_a_dataloader(worke
 
 
 def test_subset_batch_sampler_refuses_bad_input():
-    with pytest.raises(ValueError, match="no row of the subset A"):
+    with pytest.raises(ValueError, match=exact(SAMPLER_NO_SUBSET_MESSAGE, subset="positives", objective="precision_at_recall")):
         SubsetBatchSampler(torch.zeros(10), 4)
-    with pytest.raises(TypeError, match="`batch_size` must be an integer"):
+    with pytest.raises(TypeError, match=exact(INTEGER_TYPE_MESSAGE, name="batch_size", wanted="an integer >= 1",
+                                              type_name="float", value=4.0, example=1)):
         SubsetBatchSampler(torch.ones(10), 4.0)
-    with pytest.raises(ValueError, match="`labels` must be binary"):
+    with pytest.raises(ValueError, match=exact(NOT_BINARY_MESSAGE, name="labels", accepted=BINARY_01, values=[2])):
         SubsetBatchSampler(torch.full((10,), 2), 4)
 
 

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from quantile_surrogate.objectives import subset_mask
+from quantile_surrogate.objectives import objective_loss, subset_mask
 from quantile_surrogate.training import train
 from quantile_surrogate.training._state import TrainingData, TrainingSettings
 from quantile_surrogate.training._steps import Batch, EpochSteps
-from tests.training._helpers import blobs, linear, params
+from tests.training._helpers import Recorder, blobs, linear, params, trained
 
 torch.set_num_threads(1)
 
@@ -139,3 +139,53 @@ def test_the_full_batch_loss_with_fixed_labels_is_objective_loss_bit_for_bit(obj
     b = objective_loss(scores, labels, objective=objective, target=0.1, form=form, quantile=quantile, bandwidth=0.05)
     assert torch.equal(a.loss, b.loss) and torch.equal(a.threshold, b.threshold)
     assert torch.equal(torch.autograd.grad(a.loss, scores)[0], torch.autograd.grad(b.loss, scores)[0])
+
+
+# -- the full-batch epoch: one forward pass, theta from all of A ----------------------------------
+def test_full_batch_is_one_forward_pass_per_epoch():
+    X, y = blobs()
+    built = []
+
+    def factory():
+        built.append(Recorder(3))
+        return built[-1]
+
+    train(factory, X, y, batch_size=None, max_epochs=3, random_state=0)
+    assert [x.shape[0] for x in trained(built)] == [300] * 3
+
+
+@pytest.mark.parametrize("objective", ["precision_at_recall", "recall_at_fpr"])
+def test_the_full_batch_threshold_is_the_quantile_of_A_only(objective):
+    X, y = blobs()
+    seen = []
+    result = train(linear(), X, y, objective=objective, target=0.3, max_epochs=1, random_state=0, callback=seen.append)
+    start = torch.nn.Linear(3, 1).double()
+    start.load_state_dict(result.initial_state)
+    with torch.no_grad():
+        scores = start(X).reshape(-1)
+    expected = objective_loss(scores, y.bool(), objective=objective, target=0.3,
+                              threshold_scores=scores[subset_mask(y, objective)])
+    # The first epoch's loss and threshold are those of the start, with theta = q(f(A), 1 - c).
+    assert result.loss_curve[0] == pytest.approx(float(expected.loss), rel=1e-12)
+    assert seen[0]["threshold"] == pytest.approx(float(expected.threshold), rel=1e-12)
+    everyone = objective_loss(scores, y.bool(), objective=objective, target=0.3, threshold_scores=scores)
+    assert abs(float(everyone.threshold) - float(expected.threshold)) > 0.05  # all rows would be another threshold
+
+
+@pytest.mark.parametrize("objective", ["precision_at_recall", "precision_at_rate"])
+def test_full_batch_training_is_unchanged_by_the_subset_settings(objective):
+    X, y = blobs(n=300, seed=2)
+    runs = [train(linear(), X, y, objective=objective, target=0.9, max_epochs=4, random_state=3, **settings)
+            for settings in ({}, dict(subset_batch_size=7), dict(subset_from_batch=True))]
+    assert all(torch.equal(params(runs[0].model), params(run.model)) for run in runs[1:])
+    # ... and is gradient descent on the loss with theta from all of A: one step by hand, bit for bit.
+    start = torch.nn.Linear(3, 1).double()
+    start.load_state_dict(runs[0].initial_state)
+    optimizer = torch.optim.SGD(start.parameters(), lr=0.01, momentum=0.9)
+    for _ in range(4):
+        optimizer.zero_grad()
+        scores = start(X).reshape(-1)
+        objective_loss(scores, y.bool(), objective=objective, target=0.9,
+                       threshold_scores=scores[subset_mask(y, objective)]).loss.backward()
+        optimizer.step()
+    assert torch.equal(params(start), params(runs[0].model))

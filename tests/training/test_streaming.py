@@ -12,6 +12,10 @@ from quantile_surrogate.objectives import training_loss
 from quantile_surrogate.training import train
 from quantile_surrogate._utils.seeding import restart_seeds
 from quantile_surrogate.training.sampling import SubsetBatchSampler, epoch_batches
+from quantile_surrogate._utils.checks import DATA_NONFINITE_MESSAGE
+from quantile_surrogate.training._streaming import (BATCH_MESSAGE, BATCH_MISMATCH_MESSAGE, LOADER_NO_SUBSET_MESSAGE,
+                                                    NO_ROWS_MESSAGE, SUBSET_BATCH_MESSAGE, UNSUPPORTED_MESSAGE)
+from tests._messages import exact, prefix
 from tests.training._helpers import blobs, linear, params
 
 torch.set_num_threads(1)
@@ -78,23 +82,24 @@ def test_validation_and_early_stopping_work_with_a_loader():
 ])
 def test_settings_that_need_all_the_rows_are_refused_with_a_loader(kwargs, name):
     X, y = blobs()
-    with pytest.raises(ValueError, match=f"`{name}=.*is not supported when `X` is a DataLoader"):
+    shown = "..." if name == "groups" else kwargs[name]  # the groups are not printed
+    with pytest.raises(ValueError, match=prefix(UNSUPPORTED_MESSAGE, name=name, value=shown)):
         train(linear(), loader(X, y), **kwargs)
 
 
 def test_bad_batches_are_refused():
     X, y = blobs()
-    with pytest.raises(TypeError, match="Each batch of `X`.*got tuple of length 3"):
+    with pytest.raises(TypeError, match=exact(BATCH_MESSAGE, got="tuple of length 3")):
         train(linear(), [(X, y, y)])
-    with pytest.raises(ValueError, match="`batch 1 X` contains NaN"):
+    with pytest.raises(ValueError, match=exact(DATA_NONFINITE_MESSAGE, name="batch 1 X")):
         train(linear(), [(X[:10], y[:10]), (X[10:20] * float("nan"), y[10:20])])
-    with pytest.raises(ValueError, match="separate minibatch of batch 0 must hold rows of A"):
+    with pytest.raises(ValueError, match=exact(SUBSET_BATCH_MESSAGE, b=0, subset="positives", objective="precision_at_recall")):
         train(linear(), [((X, y), (X[:5], y[:5]))], objective="precision_at_recall")
-    with pytest.raises(ValueError, match="differs from batch 0"):
+    with pytest.raises(ValueError, match=exact(BATCH_MISMATCH_MESSAGE, b=1)):
         train(linear(), [(X[:10], y[:10]), (X[10:20].float(), y[10:20])])
-    with pytest.raises(ValueError, match="gave no batch"):
+    with pytest.raises(ValueError, match=exact(NO_ROWS_MESSAGE)):
         train(linear(), [])
-    with pytest.raises(ValueError, match="no row of the subset A"):
+    with pytest.raises(ValueError, match=exact(LOADER_NO_SUBSET_MESSAGE, subset="positives", objective="precision_at_recall")):
         train(linear(), [(X[y == 0], y[y == 0])])
 
 

@@ -58,6 +58,7 @@ GROUPS_TYPE_MESSAGE = (
 )
 GROUPS_SHAPE_MESSAGE = "`{name}` has shape {shape}; it needs one group code per row ({n})."
 GROUPS_NEGATIVE_MESSAGE = "`{name}` must hold codes >= 0; got {value}. Encode labels as 0..G-1."
+LABELS_DTYPE_MESSAGE = "`labels` must be a real or bool tensor; got dtype {dtype}."
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -279,7 +280,7 @@ def _check_label_tensor(labels, n: int):
     if labels.numel() != n:
         raise ValueError(LENGTH_MISMATCH_MESSAGE.format(name="labels", got=labels.numel(), expected=n))
     if labels.is_complex():
-        raise TypeError(f"`labels` must be a real or bool tensor; got dtype {labels.dtype}.")
+        raise TypeError(LABELS_DTYPE_MESSAGE.format(dtype=labels.dtype))
 
 
 def _label_range(labels: torch.Tensor) -> torch.Tensor:
@@ -321,6 +322,16 @@ GROUP_WITHOUT_A_MESSAGE = (
     "Group {group} in `{name}` has no row of the subset A ({subset}) for {objective!r}, so its threshold "
     "is undefined; merge it with another group or drop its rows{more}"
 )
+GROUP_CODES_TYPE_MESSAGE = (
+    "`{name}` must be an integer torch.Tensor of group codes 0..G-1; encode labels with "
+    "numpy.unique(..., return_inverse=True) (QuantileClassifier.fit does this for you)."
+)
+INTEGER_TYPE_MESSAGE = "`{name}` must be {wanted}; got {type_name} {value!r}. Pass e.g. {name}={example}."
+INTEGER_RANGE_MESSAGE = "`{name}` must be {wanted}; got {value!r}."
+FINITE_NUMBER_MESSAGE = "`{name}` must be a finite number in {interval}; got {value!r}."
+NOT_2D_MESSAGE = "`{name}` must be 2-D of shape (n, d); got shape {shape}. Reshape a single feature with .reshape(-1, 1)."
+DATA_NONFINITE_MESSAGE = "`{name}` contains NaN or inf; impute or drop those rows first."
+LABELS_PER_ROW_MESSAGE = "`{name}` must be a 1-D tensor with one label per row of `{name_x}` ({n}); got shape {shape}."
 
 
 def check_integer(value, name: str, minimum: int, allow_none: bool = False):
@@ -329,9 +340,10 @@ def check_integer(value, name: str, minimum: int, allow_none: bool = False):
         return None
     wanted = f"an integer >= {minimum}" + (" or None" if allow_none else "")
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"`{name}` must be {wanted}; got {type(value).__name__} {value!r}. Pass e.g. {name}={max(minimum, 1)}.")
+        raise TypeError(INTEGER_TYPE_MESSAGE.format(name=name, wanted=wanted, type_name=type(value).__name__,
+                                                    value=value, example=max(minimum, 1)))
     if value < minimum:
-        raise ValueError(f"`{name}` must be {wanted}; got {value!r}.")
+        raise ValueError(INTEGER_RANGE_MESSAGE.format(name=name, wanted=wanted, value=value))
     return int(value)
 
 
@@ -341,7 +353,7 @@ def check_finite_number(value, name: str, *, low: float, low_inclusive: bool, hi
     above = value >= low if low_inclusive else value > low
     if not (math.isfinite(value) and above and (high is None or value < high)):
         interval = ("[" if low_inclusive else "(") + f"{low:g}, " + ("inf)" if high is None else f"{high:g})")
-        raise ValueError(f"`{name}` must be a finite number in {interval}; got {value!r}.")
+        raise ValueError(FINITE_NUMBER_MESSAGE.format(name=name, interval=interval, value=value))
     return value
 
 
@@ -356,16 +368,14 @@ def check_training_data(X, y, name_x: str = "X", name_y: str = "y") -> torch.Ten
     if not X.is_floating_point():
         raise TypeError(NOT_FLOAT_MESSAGE.format(name=name_x, dtype=X.dtype))
     if X.ndim != 2:
-        raise ValueError(f"`{name_x}` must be 2-D of shape (n, d); got shape {tuple(X.shape)}. "
-                         "Reshape a single feature with .reshape(-1, 1).")
+        raise ValueError(NOT_2D_MESSAGE.format(name=name_x, shape=tuple(X.shape)))
     for chunk in X.split(max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))):
         if not all_finite(chunk):
-            raise ValueError(f"`{name_x}` contains NaN or inf; impute or drop those rows first.")
+            raise ValueError(DATA_NONFINITE_MESSAGE.format(name=name_x))
     if not isinstance(y, torch.Tensor):
         raise TypeError(NOT_TENSOR_MESSAGE.format(name=name_y, type_name=type(y).__name__))
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"`{name_y}` must be a 1-D tensor with one label per row of `{name_x}` ({X.shape[0]}); "
-                         f"got shape {tuple(y.shape)}.")
+        raise ValueError(LABELS_PER_ROW_MESSAGE.format(name=name_y, name_x=name_x, n=X.shape[0], shape=tuple(y.shape)))
     return check_binary(y, name_y)
 
 
@@ -377,14 +387,12 @@ def check_group_codes(groups, in_subset: torch.Tensor, *, subset: str, objective
     """
     if not isinstance(groups, torch.Tensor) or groups.dtype == torch.bool or groups.is_floating_point() \
             or groups.is_complex():
-        raise TypeError(f"`{name}` must be an integer torch.Tensor of group codes 0..G-1; encode labels with "
-                        "numpy.unique(..., return_inverse=True) (QuantileClassifier.fit does this for you).")
+        raise TypeError(GROUP_CODES_TYPE_MESSAGE.format(name=name))
     if groups.ndim != 1 or groups.shape[0] != in_subset.shape[0]:
-        raise ValueError(f"`{name}` has shape {tuple(groups.shape)}; it needs one group code per row "
-                         f"({in_subset.shape[0]}).")
+        raise ValueError(GROUPS_SHAPE_MESSAGE.format(name=name, shape=tuple(groups.shape), n=in_subset.shape[0]))
     groups = groups.to(device=in_subset.device, dtype=torch.int64)
     if groups.numel() and int(groups.min()) < 0:
-        raise ValueError(f"`{name}` must hold codes >= 0; got {int(groups.min())}. Encode labels as 0..G-1.")
+        raise ValueError(GROUPS_NEGATIVE_MESSAGE.format(name=name, value=int(groups.min())))
     missing = sorted(set(torch.unique(groups).tolist()) - set(torch.unique(groups[in_subset]).tolist()))
     if missing:
         more = f" (groups without A: {missing[:6]})." if len(missing) > 1 else "."
@@ -423,6 +431,13 @@ def check_groups(groups, n: int, name: str = "groups") -> torch.Tensor:
 
 
 # -- row weights (losses' `weight=`, estimators' and metrics' `sample_weight=`) --------------------
+WEIGHT_TYPE_MESSAGE = "`{name}` must be an array of numbers, one per row; got {type_name}."
+WEIGHT_SHAPE_MESSAGE = "`{name}` has shape {shape}; it needs one weight per row: shape ({n},)."
+WEIGHT_NONFINITE_MESSAGE = "`{name}` has {count} NaN or infinite values; weights must be finite numbers >= 0."
+WEIGHT_NEGATIVE_MESSAGE = "`{name}` has {count} negative values (min {low:g}); weights must be >= 0 (0 drops a row)."
+WEIGHT_ZERO_MESSAGE = "`{name}` sums to zero: every row would be dropped; give some row a positive weight."
+
+
 def check_sample_weight(weight, n: int, name: str = "sample_weight") -> np.ndarray:
     """Row weights as a float64 NumPy array of shape (n,): finite, >= 0, not all zero.
 
@@ -435,17 +450,15 @@ def check_sample_weight(weight, n: int, name: str = "sample_weight") -> np.ndarr
     try:
         values = np.asarray(weight, dtype=np.float64)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"`{name}` must be an array of numbers, one per row; got {type(weight).__name__}.") from error
+        raise TypeError(WEIGHT_TYPE_MESSAGE.format(name=name, type_name=type(weight).__name__)) from error
     if values.ndim != 1 or values.size != n:
-        raise ValueError(f"`{name}` has shape {values.shape}; it needs one weight per row: shape ({n},).")
+        raise ValueError(WEIGHT_SHAPE_MESSAGE.format(name=name, shape=values.shape, n=n))
     if not np.isfinite(values).all():
-        raise ValueError(f"`{name}` has {int((~np.isfinite(values)).sum())} NaN or infinite values; "
-                         "weights must be finite numbers >= 0.")
+        raise ValueError(WEIGHT_NONFINITE_MESSAGE.format(name=name, count=int((~np.isfinite(values)).sum())))
     if (values < 0).any():
-        raise ValueError(f"`{name}` has {int((values < 0).sum())} negative values (min {values.min()!r}); "
-                         "weights must be >= 0 (0 drops a row).")
+        raise ValueError(WEIGHT_NEGATIVE_MESSAGE.format(name=name, count=int((values < 0).sum()), low=float(values.min())))
     if not values.sum() > 0:
-        raise ValueError(f"`{name}` sums to zero: every row would be dropped; give some row a positive weight.")
+        raise ValueError(WEIGHT_ZERO_MESSAGE.format(name=name))
     return values
 
 

@@ -45,6 +45,18 @@ __all__ = ["WriteError", "OutputPathError", "atomic_write", "atomic_writes", "re
            "output_folder"]
 
 
+ALSO_INPUT_MESSAGE = (
+    "{path}: this output is also an input of the command ({source}); write to another path so that the input "
+    "is not replaced."
+)
+CANNOT_WRITE_MESSAGE = "{path}: cannot write ({reason})."
+NOT_REGULAR_MESSAGE = "{path}: is {kind}{via}, not a regular file; it is not replaced. Write to a file path instead."
+STDOUT_IS_INPUT_MESSAGE = "standard output is the input file {source}; redirect it to another file."
+FOLDER_MESSAGE = "{path}: cannot create the folder ({reason})."
+PART_IS_FILE_REASON = "{part} is a file, not a folder"
+NO_FOLDER_REASON = "the folder {folder} does not exist"
+
+
 class WriteError(OSError):
     """An output could not be written; the message names the output path and the reason."""
 
@@ -79,21 +91,19 @@ def check_output(path, inputs=()) -> Path:
     target = Path(os.path.realpath(path))  # follows every link, also a dangling one
     for source in inputs:
         if source is not None and Path(source).exists() and _same_file(target, Path(source)):
-            raise OutputPathError(f"{path}: this output is also an input of the command ({source}); "
-                                  f"write to another path so that the input is not replaced.")
+            raise OutputPathError(ALSO_INPUT_MESSAGE.format(path=path, source=source))
     problem = _describe_folder_problem(target.parent, target.parent if path.is_symlink() else path.parent)
     if problem:
-        raise WriteError(f"{path}: cannot write ({problem}).")
+        raise WriteError(CANNOT_WRITE_MESSAGE.format(path=path, reason=problem))
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
         return target
     except OSError as error:
-        raise WriteError(f"{path}: cannot write ({describe_errno(error)}).") from error
+        raise WriteError(CANNOT_WRITE_MESSAGE.format(path=path, reason=describe_errno(error))) from error
     if not stat.S_ISREG(mode):
         via = f" (through the link to {target})" if path.is_symlink() else ""
-        raise OutputPathError(f"{path}: is {_kind(mode)}{via}, not a regular file; it is not replaced. "
-                              f"Write to a file path instead.")
+        raise OutputPathError(NOT_REGULAR_MESSAGE.format(path=path, kind=_kind(mode), via=via))
     return target
 
 
@@ -106,7 +116,7 @@ def check_stdout(inputs=()) -> None:
     for source in inputs:
         with contextlib.suppress(OSError):
             if os.path.samestat(out, os.stat(source)):
-                raise OutputPathError(f"standard output is the input file {source}; redirect it to another file.")
+                raise OutputPathError(STDOUT_IS_INPUT_MESSAGE.format(source=source))
 
 
 def _describe_folder_problem(folder: Path, shown: Path) -> str | None:
@@ -115,8 +125,8 @@ def _describe_folder_problem(folder: Path, shown: Path) -> str | None:
         return None
     for part in [shown, *shown.parents]:
         if part.exists() and not part.is_dir():
-            return f"{part} is a file, not a folder"
-    return f"the folder {shown} does not exist"
+            return PART_IS_FILE_REASON.format(part=part)
+    return NO_FOLDER_REASON.format(folder=shown)
 
 
 def _temporary(target: Path) -> Path:
@@ -211,7 +221,7 @@ def _with_path(path: Path, action, *args):
     except WriteError:
         raise
     except OSError as error:
-        raise WriteError(f"{path}: cannot write ({describe_errno(error)}).") from error
+        raise WriteError(CANNOT_WRITE_MESSAGE.format(path=path, reason=describe_errno(error))) from error
 
 
 def atomic_write(path, write, *, inputs=()) -> None:
@@ -247,12 +257,12 @@ def output_folder(path):
             continue
         if folder.exists() or folder.is_symlink():
             kind = "a file" if folder.is_file() else "not a folder"
-            raise WriteError(f"{path}: cannot create the folder ({folder} is {kind}).")
+            raise WriteError(FOLDER_MESSAGE.format(path=path, reason=f"{folder} is {kind}"))
         try:
             folder.mkdir()
         except OSError as error:
             _remove_empty(created)
-            raise WriteError(f"{path}: cannot create the folder ({describe_errno(error)}).") from error
+            raise WriteError(FOLDER_MESSAGE.format(path=path, reason=describe_errno(error))) from error
         created.append(folder)
     try:
         yield path

@@ -27,7 +27,16 @@ from .._utils.checks import check_sample_weight
 from ..estimators._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from ..objectives import OBJECTIVES
 
-__all__ = ["RateBaseline"]
+__all__ = ["RateBaseline", "UNSUPPORTED_OBJECTIVE_MESSAGE", "SUBSET_NO_WEIGHT_MESSAGE"]
+
+UNSUPPORTED_OBJECTIVE_MESSAGE = (
+    "`objective` must be one of {supported} for {name}; got {objective!r}. Use LogisticRegressionBaseline for the "
+    "other objectives."
+)
+SUBSET_NO_WEIGHT_MESSAGE = (
+    "`sample_weight` is zero on every row of the subset A ({subset}) for {objective!r}, so the constraint has no "
+    "rows; give some of them a positive weight."
+)
 
 
 class RateBaseline(ThresholdedClassifier):
@@ -69,10 +78,8 @@ class RateBaseline(ThresholdedClassifier):
 
     def _check_objective(self):
         if self.objective not in self._objectives:
-            raise ValueError(
-                f"`objective` must be one of {sorted(self._objectives)} for {type(self).__name__}; "
-                f"got {self.objective!r}. Use LogisticRegressionBaseline for the other objectives."
-            )
+            raise ValueError(UNSUPPORTED_OBJECTIVE_MESSAGE.format(supported=sorted(self._objectives),
+                                                                  name=type(self).__name__, objective=self.objective))
 
     def _validate_fit_data(self, X, y):
         """``(X, positive)``: validated features and a bool array, True for ``classes_[1]``."""
@@ -87,9 +94,8 @@ class RateBaseline(ThresholdedClassifier):
         weight = check_sample_weight(sample_weight, positive.shape[0])
         in_subset = self._objective_spec().subset_mask(positive)
         if not weight[in_subset].sum() > 0:
-            raise ValueError(f"`sample_weight` is zero on every row of the subset A ({self._objective_spec().subset}) "
-                             f"for {self.objective!r}, so the constraint has no rows; give some of them a positive "
-                             "weight.")
+            raise ValueError(SUBSET_NO_WEIGHT_MESSAGE.format(subset=self._objective_spec().subset,
+                                                             objective=self.objective))
         return weight
 
     def _finish_fit(self, X, positive, coef, intercept, sample_weight=None):

@@ -17,7 +17,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .. import metrics
 from ._base import RateBaseline
 
-__all__ = ["AccuracyAtTheTop", "AATP_LOSSES"]
+__all__ = ["AccuracyAtTheTop", "AATP_LOSSES", "NOT_CONVERGED_MESSAGE"]
+
+#: The ``ConvergenceWarning`` of ``fit`` when some candidate solves did not converge.
+NOT_CONVERGED_MESSAGE = (
+    "{count} of {total} candidate solves did not converge in max_iter={max_iter} iterations; raise max_iter or "
+    "tol, or scale the features."
+)
 
 #: The per-row losses ``loss=`` accepts: hinge (the original), squared hinge, logistic.
 AATP_LOSSES = ("hinge", "squared_hinge", "logistic")
@@ -278,8 +284,7 @@ class AccuracyAtTheTop(RateBaseline):
         self.n_iter_ = max(n_iter for _, _, n_iter in solutions)
         if self.n_not_converged_:
             warnings.warn(
-                f"{self.n_not_converged_} of {len(solutions)} candidate solves did not converge in "
-                f"max_iter={self.max_iter} iterations; raise max_iter or tol, or scale the features.",
+                NOT_CONVERGED_MESSAGE.format(count=self.n_not_converged_, total=len(solutions), max_iter=self.max_iter),
                 ConvergenceWarning,
                 stacklevel=2,
             )

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval
 from .. import metrics
 from ._base import RateBaseline
 
-__all__ = ["KarAverageSurrogate", "prec_at_k_avg_surrogate", "KAR_NO_WEIGHTS_MESSAGE"]
+__all__ = ["KarAverageSurrogate", "prec_at_k_avg_surrogate", "KAR_NO_WEIGHTS_MESSAGE", "KAR_FIT_PARAMS_MESSAGE"]
 
 KAR_NO_WEIGHTS_MESSAGE = (
     "KarAverageSurrogate.fit() takes no `sample_weight`: Kar et al.'s average surrogate is a maximum over "
@@ -21,6 +21,8 @@ KAR_NO_WEIGHTS_MESSAGE = (
     "LogisticRegressionBaseline, whose fit takes sample_weight."
 )
 """The ``TypeError`` message of ``KarAverageSurrogate.fit(..., sample_weight=...)``."""
+#: The ``TypeError`` message of ``KarAverageSurrogate.fit`` for a keyword it does not take.
+KAR_FIT_PARAMS_MESSAGE = "KarAverageSurrogate.fit() got unexpected keyword arguments {names}; it takes only X and y."
 
 
 def prec_at_k_avg_surrogate(scores, positive, k):
@@ -230,8 +232,7 @@ class KarAverageSurrogate(RateBaseline):
         """
         if fit_params:
             raise TypeError(KAR_NO_WEIGHTS_MESSAGE if "sample_weight" in fit_params else
-                            f"KarAverageSurrogate.fit() got unexpected keyword arguments {sorted(fit_params)}; it "
-                            "takes only X and y.")
+                            KAR_FIT_PARAMS_MESSAGE.format(names=sorted(fit_params)))
         self._check_objective()
         X, positive = self._validate_fit_data(X, y)
         X = np.asarray(X, dtype=np.float64)

@@ -28,6 +28,17 @@ __all__ = [
     "xgboost_objective",
 ]
 
+GROUPS_LENGTH_MESSAGE = (
+    "`groups` has {codes} codes but the library passed {rows} rows; build the objective with one group code per "
+    "training row."
+)
+LOGLOSS_WEIGHT_MESSAGE = "`logloss_weight` must be a finite number >= 0; got {value!r}. 0 is the pure quantile loss."
+MIN_HESSIAN_MESSAGE = "`min_hessian` must be a finite number > 0; got {value!r}, e.g. 1e-6."
+GROUP_CODES_MESSAGE = (
+    "`groups` must be a 1-D array of integer codes 0..G-1, one per training row; encode labels with "
+    "numpy.unique(..., return_inverse=True)."
+)
+
 
 def _dataset_labels_and_weights(data):
     """``(labels, weights)`` of a LightGBM Dataset or an XGBoost DMatrix (weights None if unset)."""
@@ -104,8 +115,7 @@ class BoostingObjective:
         """:func:`objective_gradient_hessian` with these settings (and the library's row weights)."""
         scores = np.asarray(scores, dtype=np.float64).reshape(-1)
         if self.groups is not None and np.shape(self.groups) != scores.shape:
-            raise ValueError(f"`groups` has {np.size(self.groups)} codes but the library passed {scores.size} "
-                             "rows; build the objective with one group code per training row.")
+            raise ValueError(GROUPS_LENGTH_MESSAGE.format(codes=np.size(self.groups), rows=scores.size))
         return objective_gradient_hessian(
             scores, labels, objective=self.objective, target=self.target, form=self.form, quantile=self.quantile,
             bandwidth=self.bandwidth, surrogate=self.surrogate, groups=self.groups,
@@ -134,16 +144,14 @@ def _build(objective, target, form, quantile, bandwidth, surrogate, groups, logl
     check_option(surrogate, SURROGATES, "surrogate")
     logloss_weight = check_number(logloss_weight, "logloss_weight")
     if not (math.isfinite(logloss_weight) and logloss_weight >= 0):
-        raise ValueError(f"`logloss_weight` must be a finite number >= 0; got {logloss_weight!r}. "
-                         "0 is the pure quantile loss.")
+        raise ValueError(LOGLOSS_WEIGHT_MESSAGE.format(value=logloss_weight))
     min_hessian = check_number(min_hessian, "min_hessian")
     if not (math.isfinite(min_hessian) and min_hessian > 0):
-        raise ValueError(f"`min_hessian` must be a finite number > 0; got {min_hessian!r}, e.g. 1e-6.")
+        raise ValueError(MIN_HESSIAN_MESSAGE.format(value=min_hessian))
     if groups is not None:
         groups = np.asarray(groups)
         if groups.ndim != 1 or groups.dtype.kind not in "iu" or (groups.size and groups.min() < 0):
-            raise ValueError("`groups` must be a 1-D array of integer codes 0..G-1, one per training row; "
-                             "encode labels with numpy.unique(..., return_inverse=True).")
+            raise ValueError(GROUP_CODES_MESSAGE)
     return BoostingObjective(spec.name, target, form, quantile, bandwidth, surrogate, groups, logloss_weight,
                              min_hessian)
 

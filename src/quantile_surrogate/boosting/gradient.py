@@ -48,6 +48,8 @@ EMPTY_SUBSET_MESSAGE = (
     "No training row belongs to the subset A ({subset}) that sets the threshold of {objective!r}; "
     "the objective is undefined. Check the labels."
 )
+ZERO_WEIGHT_SUFFIX = " (every row of it has `sample_weight` 0)"
+LABELS_LENGTH_MESSAGE = "`labels` has {got} entries but `scores` has {expected}; one label per row."
 
 
 class GradientHessian(NamedTuple):
@@ -88,7 +90,7 @@ def _check_scores_labels(scores, labels):
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     labels = np.asarray(labels).reshape(-1)
     if labels.shape != scores.shape:
-        raise ValueError(f"`labels` has {labels.size} entries but `scores` has {scores.size}; one label per row.")
+        raise ValueError(LABELS_LENGTH_MESSAGE.format(got=labels.size, expected=scores.size))
     finite = np.isfinite(scores)
     if not finite.all():
         raise TrainingDivergedError("the boosting scores", f"in {int((~finite).sum())} of {scores.size} rows",
@@ -211,8 +213,7 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
     weight = None if sample_weight is None else torch.as_tensor(check_sample_weight(sample_weight, F.numel()))
     weighted = {} if weight is None else {"weight": weight, "threshold_weight": None}
     if weight is not None and not bool((weight[in_subset] > 0).any()):
-        raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name)
-                         + " (every row of it has `sample_weight` 0)")
+        raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name) + ZERO_WEIGHT_SUFFIX)
     loss_mean, threshold = objective_loss(F, positive, objective=spec.name, target=target, form=form,
                                           quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
                                           groups=codes, **weighted)

@@ -21,7 +21,7 @@ import sys
 import warnings
 
 from . import _evaluate, _fit, _predict, _reproduce
-from ._args import OneLineParser
+from ._args import ERROR_LINE, WARNING_LINE, OneLineParser
 
 __all__ = ["main"]
 
@@ -29,6 +29,8 @@ COMMAND_MODULES = (_reproduce, _fit, _predict, _evaluate)
 """The sub-command modules, in the order ``--help`` lists them; each has ``register(subparsers)``."""
 INTERRUPTED = 130
 """128 + SIGINT, what shells report for a program stopped with Ctrl-C."""
+INTERRUPTED_MESSAGE = "{name}: interrupted (Ctrl-C); no half-written file was left."
+OS_ERROR_TEXT = "{filename}: {reason}."
 
 
 def build_parser() -> OneLineParser:
@@ -49,7 +51,7 @@ def build_parser() -> OneLineParser:
 def _one_line(error: BaseException) -> str:
     """The error's message on one line; an ``OSError`` as 'PATH: reason'."""
     if isinstance(error, OSError) and error.filename is not None and error.strerror:
-        return f"{error.filename}: {error.strerror}."
+        return OS_ERROR_TEXT.format(filename=error.filename, reason=error.strerror)
     text = " ".join(str(error).split())
     return text or type(error).__name__
 
@@ -57,7 +59,7 @@ def _one_line(error: BaseException) -> str:
 def _one_line_warning(name: str):
     """``warnings.showwarning`` for the command line: one line naming the command, not the source line."""
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"{name}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+        print(WARNING_LINE.format(name=name, text=" ".join(str(message).split())), file=sys.stderr)
     return show
 
 
@@ -107,13 +109,13 @@ def main(argv=None) -> int:
     except SystemExit as done:  # argparse: --help, --version, or a bad option (already printed)
         return done.code if isinstance(done.code, int) else int(done.code is not None)
     except KeyboardInterrupt:
-        print(f"{name}: interrupted (Ctrl-C); no half-written file was left.", file=sys.stderr)
+        print(INTERRUPTED_MESSAGE.format(name=name), file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
         _quiet_stdout()
         return 1
     except (InputError, OutputPathError, OSError) as error:
-        print(f"{name}: error: {_one_line(error)}", file=sys.stderr)
+        print(ERROR_LINE.format(name=name, text=_one_line(error)), file=sys.stderr)
         return 1
 
 

@@ -3,7 +3,8 @@
 An ``argparse`` ``type=`` function that raises ``argparse.ArgumentTypeError`` makes the parser
 report ``argument --bootstrap: must be an integer >= 1; got 0`` and exit with status 2 (a usage
 error), before any file is read. :class:`OneLineParser` prints that as one line, with a pointer
-to ``--help`` instead of the usage block.
+to ``--help`` instead of the usage block. The formats of the command's one-line reports (an
+error, a warning) are here too, beside the parser's.
 """
 
 from __future__ import annotations
@@ -14,12 +15,23 @@ from .._utils.checks import check_target
 
 __all__ = ["OneLineParser", "int_at_least", "nonzero_int", "open_unit_interval", "layer_sizes"]
 
+# The command line's one-line reports: a bad option (exit status 2), an error (1), a warning.
+USAGE_ERROR_LINE = "{prog}: error: {message} (see `{prog} --help`)\n"
+ERROR_LINE = "{name}: error: {text}"
+WARNING_LINE = "{name}: warning: {text}"
+STDOUT_WRITE_MESSAGE = "standard output: cannot write ({reason})."
+# What argparse prints after "argument --option: ".
+INTEGER_AT_LEAST_MESSAGE = "must be an integer >= {minimum}; got {text!r} (e.g. {example})"
+PROCESSES_MESSAGE = "must be a number of processes >= 1, or -1 for all cores; got {text!r}"
+UNIT_INTERVAL_MESSAGE = "must be strictly between 0 and 1; got {text!r} (e.g. {example})"
+LAYER_SIZES_MESSAGE = "must be positive integers separated by commas, e.g. 64,32; got {text!r}"
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line on stderr (exit status 2), as every other error is."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, USAGE_ERROR_LINE.format(prog=self.prog, message=message))
 
 
 def int_at_least(minimum: int, example: str):
@@ -30,7 +42,8 @@ def int_at_least(minimum: int, example: str):
         except ValueError:
             value = None
         if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}; got {text!r} (e.g. {example})")
+            raise argparse.ArgumentTypeError(INTEGER_AT_LEAST_MESSAGE.format(minimum=minimum, text=text,
+                                                                             example=example))
         return value
     parse.__name__ = f"integer >= {minimum}"
     return parse
@@ -43,7 +56,7 @@ def nonzero_int(text: str) -> int:
     except ValueError:
         value = 0
     if value == 0 or value < -1:
-        raise argparse.ArgumentTypeError(f"must be a number of processes >= 1, or -1 for all cores; got {text!r}")
+        raise argparse.ArgumentTypeError(PROCESSES_MESSAGE.format(text=text))
     return value
 
 
@@ -53,7 +66,7 @@ def open_unit_interval(example: str):
         try:
             return check_target(float(text), "target")
         except ValueError:  # not a number, or outside (0, 1): one message, naming the option's text
-            raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1; got {text!r} (e.g. {example})") from None
+            raise argparse.ArgumentTypeError(UNIT_INTERVAL_MESSAGE.format(text=text, example=example)) from None
     parse.__name__ = "number in (0, 1)"
     return parse
 
@@ -65,5 +78,5 @@ def layer_sizes(text: str) -> tuple[int, ...]:
     except ValueError:
         sizes = ()
     if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas, e.g. 64,32; got {text!r}")
+        raise argparse.ArgumentTypeError(LAYER_SIZES_MESSAGE.format(text=text))
     return sizes

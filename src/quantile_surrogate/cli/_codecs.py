@@ -18,6 +18,17 @@ import torch
 
 __all__ = ["Payload", "CODECS", "dump", "load", "to_json", "from_json"]
 
+# What cannot be saved is refused when saving (TypeError); what cannot be rebuilt raises ValueError,
+# which load_model reports as a file that cannot be rebuilt.
+CANNOT_STORE_VALUE_MESSAGE = "The model file cannot store {where} of type {type_name}."
+CANNOT_STORE_CLASS_MESSAGE = "The model file cannot store a {name}; it stores {classes}."
+CUSTOM_FUNCTION_MESSAGE = "The model file cannot store a custom {what}."
+CUSTOM_MODULE_OR_QUANTILE = "`module_factory` or `quantile` function"
+CUSTOM_QUANTILE = "`quantile` function"
+UNKNOWN_KIND_MESSAGE = "unknown value kind {kind!r}"
+NO_TENSORS_MESSAGE = "no tensors for the model"
+UNKNOWN_BACKEND_MESSAGE = "unknown boosting backend {backend!r}"
+
 
 @dataclasses.dataclass
 class Payload:
@@ -49,7 +60,7 @@ def to_json(value, where: str):
         return {"__kind__": "dict", "data": {k: to_json(v, f"{where}[{k!r}]") for k, v in value.items()}}
     if isinstance(value, os.PathLike):
         return os.fspath(value)
-    raise TypeError(f"The model file cannot store {where} of type {type(value).__name__}.")
+    raise TypeError(CANNOT_STORE_VALUE_MESSAGE.format(where=where, type_name=type(value).__name__))
 
 
 def from_json(value):
@@ -64,7 +75,7 @@ def from_json(value):
     if kind == "dict":
         return {k: from_json(v) for k, v in value["data"].items()}
     if kind != "ndarray":
-        raise ValueError(f"unknown value kind {kind!r}")
+        raise ValueError(UNKNOWN_KIND_MESSAGE.format(kind=kind))
     if value["dtype"] == "object":
         array = np.empty(len(value["data"]), dtype=object)
         array[:] = [from_json(v) for v in value["data"]]
@@ -94,7 +105,7 @@ def _rebuild(cls, entry: dict, **extra):
 
 def _dump_quantile_classifier(clf, payload: Payload, prefix: str) -> dict:
     if clf.module_factory is not None or callable(clf.quantile):
-        raise TypeError("The model file cannot store a custom `module_factory` or `quantile` function.")
+        raise TypeError(CUSTOM_FUNCTION_MESSAGE.format(what=CUSTOM_MODULE_OR_QUANTILE))
     fitted = _fitted(clf, skip=("model_",))
     for key, tensor in clf.model_.state_dict().items():
         payload.tensors[f"{prefix}model_.{key}"] = tensor.detach().cpu().clone()
@@ -110,7 +121,7 @@ def _load_quantile_classifier(entry: dict, payload: Payload):
     prefix = entry["tensors"]
     state = {k[len(prefix):]: v for k, v in payload.tensors.items() if k.startswith(prefix)}
     if not state:
-        raise ValueError("no tensors for the model")
+        raise ValueError(NO_TENSORS_MESSAGE)
     with torch.random.fork_rng(devices=[]):  # the throw-away random init must not move the user's torch seed
         module = build_scorer(int(clf.n_features_in_), tuple(clf.hidden_layer_sizes))
     module = module.to(next(iter(state.values())).dtype)
@@ -122,7 +133,7 @@ def _load_quantile_classifier(entry: dict, payload: Payload):
 def _dump_boosting(clf, payload: Payload, prefix: str) -> dict:
     """The booster in its library's own format: LightGBM's model text, XGBoost's JSON."""
     if callable(clf.quantile):
-        raise TypeError("The model file cannot store a custom `quantile` function.")
+        raise TypeError(CUSTOM_FUNCTION_MESSAGE.format(what=CUSTOM_QUANTILE))
     booster = clf.booster_
     text = booster.model_to_string() if clf.backend_ == "lightgbm" else bytes(booster.save_raw("json")).decode()
     payload.blobs[prefix + "booster_"] = text.encode()
@@ -145,7 +156,7 @@ def _load_boosting(entry: dict, payload: Payload):
         clf.booster_ = xgboost.Booster()
         clf.booster_.load_model(bytearray(text))
     else:
-        raise ValueError(f"unknown boosting backend {clf.backend_!r}")
+        raise ValueError(UNKNOWN_BACKEND_MESSAGE.format(backend=clf.backend_))
     return clf
 
 
@@ -194,7 +205,7 @@ def dump(estimator, payload: Payload, prefix: str = "") -> dict:
     """``estimator`` as a JSON entry; its tensors and blobs go into ``payload`` under names starting with ``prefix``."""
     name = type(estimator).__name__
     if name not in CODECS:
-        raise TypeError(f"The model file cannot store a {name}; it stores {', '.join(CODECS)}.")
+        raise TypeError(CANNOT_STORE_CLASS_MESSAGE.format(name=name, classes=", ".join(CODECS)))
     return CODECS[name][0](estimator, payload, prefix)
 
 

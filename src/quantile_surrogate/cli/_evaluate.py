@@ -17,13 +17,17 @@ import numpy as np
 
 from .._utils.files import WriteError, atomic_writes, describe_errno, output_folder
 from ..objectives.bootstrap import bootstrap_metrics
-from ._args import int_at_least
+from ._args import STDOUT_WRITE_MESSAGE, int_at_least
 from ._file_io import InputError, iter_table, show
 from ._report import group_lines, plot_writer, report_text
 from ._scoring import chunk_groups, chunk_scores, model_columns
 from .model_file import SavedModel, load_model
 
 __all__ = ["register", "run_evaluate"]
+
+UNKNOWN_LABEL_MESSAGE = ("{path}: column '{column}' holds {value} at data row {row}; the model knows only {first} "
+                         "and {second}.")
+SINGLE_CLASS_MESSAGE = "{path}: column '{column}' has a single class; evaluation needs both."
 
 
 def _labelled_scores(saved: SavedModel, data: Path):
@@ -38,14 +42,14 @@ def _labelled_scores(saved: SavedModel, data: Path):
         unknown = ~values.isin(classes)
         if unknown.any():
             row = offset + int(np.flatnonzero(unknown.to_numpy())[0]) + 1
-            raise InputError(f"{data}: column '{label}' holds {show(values[unknown].iloc[0])} at data row {row}; "
-                             f"the model knows only {show(classes[0])} and {show(classes[1])}.")
+            raise InputError(UNKNOWN_LABEL_MESSAGE.format(path=data, column=label, value=show(values[unknown].iloc[0]),
+                                                          row=row, first=show(classes[0]), second=show(classes[1])))
         positive.append((values == classes[1]).to_numpy())
         scores.append(chunk_scores(saved, chunk, data, offset))
         groups.append(chunk_groups(saved, chunk, data, offset))
     positive, score = np.concatenate(positive), np.concatenate(scores)
     if positive.all() or not positive.any():
-        raise InputError(f"{data}: column '{label}' has a single class; evaluation needs both.")
+        raise InputError(SINGLE_CLASS_MESSAGE.format(path=data, column=label))
     return positive, score, None if saved.groups is None else np.concatenate(groups)
 
 
@@ -68,7 +72,7 @@ def _print(text: str) -> None:
     except BrokenPipeError:
         raise
     except OSError as error:
-        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
+        raise WriteError(STDOUT_WRITE_MESSAGE.format(reason=describe_errno(error))) from None
 
 
 def run_evaluate(args) -> int:

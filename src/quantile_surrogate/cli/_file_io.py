@@ -24,6 +24,41 @@ MISSING_CATEGORY = "(missing)"
 CHUNK_ROWS = 100_000
 """Rows per chunk when a file is streamed: a few tens of MB for a hundred columns."""
 
+# Each message names the file, the column and the problem, and says what to do; tests match these constants.
+EMPTY_FILE_MESSAGE = "{path}: the file is empty; it needs a header line and at least one data row."
+UNREADABLE_MESSAGE = "{path}: cannot be read as {kind} ({reason})."
+NO_SUCH_FILE_MESSAGE = "{path}: no such file."
+NOT_REGULAR_FILE_MESSAGE = "{path}: not a regular file."
+DUPLICATED_COLUMN_MESSAGE = ("{path}: the header names column '{column}' more than once; rename the copies "
+                             "so that every column has its own name.")
+NESTED_COLUMN_MESSAGE = ("{path}: column '{column}' holds lists or records (Parquet type {arrow_type}), not "
+                         "numbers or text; {fix}.")
+NESTED_FIX_DROP = "flatten it, or leave it out with --drop {column}"
+NESTED_FIX_MODEL = "the model needs it as a column of numbers or text"
+NO_ROWS_MESSAGE = "{path}: the file has no data rows."
+DROPPED_MISSING_MESSAGE = "{path}: column '{column}' (named by --drop) is missing; the file has columns {columns}."
+FILE_COLUMN_MISSING_MESSAGE = "{path}: column '{column}' is missing; the file has columns {columns}."
+NUMERIC_TEXT_MESSAGE = ("{path}: column '{column}' is numeric but data row {row} holds text {value}; "
+                        "fix the value, or pass --categorical {column} if the column is a category.")
+NONFINITE_CELLS_MESSAGE = ("{path}: column '{column}' has {count} empty or infinite cells (first at data row "
+                           "{row}); fill them in or drop those rows.")
+FEATURE_MISSING_MESSAGE = "{path}: column '{column}' is missing; the model was trained with columns {columns}."
+LABEL_MISSING_MESSAGE = "{path}: column '{column}' (the --label) is missing; the columns are {columns}."
+LABEL_EMPTY_MESSAGE = ("{path}: column '{column}' has {count} empty cells (first at data row {row}); "
+                       "every row needs a label.")
+CLASS_COUNT_MESSAGE = ("{path}: column '{column}' has {count} {classes_word} ({shown}); a binary classifier "
+                       "needs exactly two.")
+NO_POSITIVE_CLASS_MESSAGE = ("{path}: column '{column}' has no class {positive} (--positive); its classes are "
+                             "{first} and {second}.")
+CATEGORICAL_MISSING_MESSAGE = "{path}: column '{column}' (named by --categorical) is missing{also_dropped}."
+CATEGORICAL_ALSO_DROPPED = " (it is also named by --drop)"
+NO_FEATURES_MESSAGE = "{path}: no feature column besides the label '{label}'."
+INDEX_COLUMN_WARNING = ("{path}: column '{column}' has no name in the header; it looks like a saved pandas index "
+                        "(to_csv without index=False). If so, leave it out with --drop '{column}'.")
+IDENTIFIER_COLUMN_WARNING = ("{path}: column '{column}' is text with a different value in every row, like an "
+                             "identifier; one-hot encoding it cannot help on new rows. Leave it out with --drop "
+                             "{column}.")
+
 
 class InputError(Exception):
     """Bad user input; the command prints its one-line message and exits with status 1."""
@@ -46,12 +81,12 @@ def _reading(path: Path):
     except InputError:
         raise
     except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: the file is empty; it needs a header line and at least one data row.") from None
+        raise InputError(EMPTY_FILE_MESSAGE.format(path=path)) from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError, TypeError, ImportError) as error:
         text = str(error).strip()
         first = text.splitlines()[0] if text else type(error).__name__
         kind = "Parquet" if _is_parquet(path) else "CSV"
-        raise InputError(f"{path}: cannot be read as {kind} ({first}).") from None
+        raise InputError(UNREADABLE_MESSAGE.format(path=path, kind=kind, reason=first)) from None
 
 
 def read_header(path) -> dict:
@@ -61,7 +96,7 @@ def read_header(path) -> dict:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such file." if not path.exists() else f"{path}: not a regular file.")
+        raise InputError((NOT_REGULAR_FILE_MESSAGE if path.exists() else NO_SUCH_FILE_MESSAGE).format(path=path))
     with _reading(path):
         if _is_parquet(path):
             import pyarrow as pa
@@ -78,21 +113,20 @@ def read_header(path) -> dict:
     written = [name for name in (names if _is_parquet(path) else raw) if name != ""]
     duplicated = sorted({name for name in written if written.count(name) > 1})
     if duplicated:
-        raise InputError(f"{path}: the header names column '{duplicated[0]}' more than once; rename the copies "
-                         f"so that every column has its own name.")
+        raise InputError(DUPLICATED_COLUMN_MESSAGE.format(path=path, column=duplicated[0]))
     return {name: nested.get(name) for name in names}
 
 
 def _check_flat(path: Path, header: dict, columns, fix: str) -> None:
     for column in columns:
         if header.get(column):
-            raise InputError(f"{path}: column '{column}' holds lists or records (Parquet type {header[column]}), not "
-                             f"numbers or text; {fix.format(column=column)}.")
+            raise InputError(NESTED_COLUMN_MESSAGE.format(path=path, column=column, arrow_type=header[column],
+                                                          fix=fix.format(column=column)))
 
 
 def _check_rows(path: Path, n_rows: int) -> None:
     if n_rows == 0:
-        raise InputError(f"{path}: the file has no data rows.")
+        raise InputError(NO_ROWS_MESSAGE.format(path=path))
 
 
 def read_table(path, *, skip=()) -> pd.DataFrame:
@@ -101,10 +135,9 @@ def read_table(path, *, skip=()) -> pd.DataFrame:
     header = read_header(path)
     for column in skip:
         if column not in header:
-            raise InputError(f"{path}: column '{column}' (named by --drop) is missing; the file has columns "
-                             f"{', '.join(header)}.")
+            raise InputError(DROPPED_MISSING_MESSAGE.format(path=path, column=column, columns=", ".join(header)))
     columns = [c for c in header if c not in set(skip)]
-    _check_flat(path, header, columns, "flatten it, or leave it out with --drop {column}")
+    _check_flat(path, header, columns, NESTED_FIX_DROP)
     with _reading(path):
         if _is_parquet(path):
             frame = pd.read_parquet(path, columns=columns)
@@ -126,8 +159,8 @@ def iter_table(path, columns, chunk_rows: int | None = None):
     columns = list(dict.fromkeys(columns))
     missing = [c for c in columns if c not in header]
     if missing:
-        raise InputError(f"{path}: column '{missing[0]}' is missing; the file has columns {', '.join(header)}.")
-    _check_flat(path, header, columns, "the model needs it as a column of numbers or text")
+        raise InputError(FILE_COLUMN_MISSING_MESSAGE.format(path=path, column=missing[0], columns=", ".join(header)))
+    _check_flat(path, header, columns, NESTED_FIX_MODEL)
     chunk_rows = chunk_rows or CHUNK_ROWS
     offset = 0
     with _reading(path):
@@ -160,18 +193,13 @@ def _numeric_column(frame: pd.DataFrame, column: str, path, offset: int = 0) -> 
     text = parsed.isna() & values.notna()
     if text.any():
         row = _first_row(text)
-        raise InputError(
-            f"{path}: column '{column}' is numeric but data row {row + offset} holds text "
-            f"{show(values.iloc[row - 1])}; "
-            f"fix the value, or pass --categorical {column} if the column is a category."
-        )
+        raise InputError(NUMERIC_TEXT_MESSAGE.format(path=path, column=column, row=row + offset,
+                                                     value=show(values.iloc[row - 1])))
     parsed = parsed.to_numpy(dtype=np.float64)
     bad = ~np.isfinite(parsed)
     if bad.any():
-        raise InputError(
-            f"{path}: column '{column}' has {int(bad.sum())} empty or infinite cells (first at data row "
-            f"{_first_row(bad, offset)}); fill them in or drop those rows."
-        )
+        raise InputError(NONFINITE_CELLS_MESSAGE.format(path=path, column=column, count=int(bad.sum()),
+                                                        row=_first_row(bad, offset)))
     return parsed
 
 
@@ -202,8 +230,7 @@ def features(frame: pd.DataFrame, schema: dict, path, offset: int = 0) -> pd.Dat
     columns = schema["numeric"] + schema["categorical"]
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise InputError(f"{path}: column '{missing[0]}' is missing; the model was trained with columns "
-                         f"{', '.join(columns)}.")
+        raise InputError(FEATURE_MISSING_MESSAGE.format(path=path, column=missing[0], columns=", ".join(columns)))
     data = {c: _numeric_column(frame, c, path, offset) for c in schema["numeric"]}
     data.update({c: categorical_column(frame, c) for c in schema["categorical"]})
     return pd.DataFrame(data, columns=columns)
@@ -212,21 +239,21 @@ def features(frame: pd.DataFrame, schema: dict, path, offset: int = 0) -> pd.Dat
 def labels(frame: pd.DataFrame, label: str, path, positive=None):
     """``(y in {0, 1}, [negative, positive])``; the positive class is ``positive`` or the larger label."""
     if label not in frame.columns:
-        raise InputError(f"{path}: column '{label}' (the --label) is missing; the columns are "
-                         f"{', '.join(frame.columns)}.")
+        raise InputError(LABEL_MISSING_MESSAGE.format(path=path, column=label, columns=", ".join(frame.columns)))
     values = frame[label]
     if values.isna().any():
-        raise InputError(f"{path}: column '{label}' has {int(values.isna().sum())} empty cells (first at data row "
-                         f"{_first_row(values.isna())}); every row needs a label.")
+        raise InputError(LABEL_EMPTY_MESSAGE.format(path=path, column=label, count=int(values.isna().sum()),
+                                                    row=_first_row(values.isna())))
     classes = sorted(pd.unique(values).tolist(), key=lambda v: (str(type(v)), v))
     if len(classes) != 2:
         shown = ", ".join(show(c) for c in classes[:5])
-        raise InputError(f"{path}: column '{label}' has {len(classes)} class{'es' if len(classes) != 1 else ''} "
-                         f"({shown}{', ...' if len(classes) > 5 else ''}); a binary classifier needs exactly two.")
+        raise InputError(CLASS_COUNT_MESSAGE.format(path=path, column=label, count=len(classes),
+                                                    classes_word="classes" if len(classes) != 1 else "class",
+                                                    shown=shown + (", ..." if len(classes) > 5 else "")))
     if positive is not None:
         if not any(str(c) == str(positive) for c in classes):
-            raise InputError(f"{path}: column '{label}' has no class {show(positive)} (--positive); its classes are "
-                             f"{show(classes[0])} and {show(classes[1])}.")
+            raise InputError(NO_POSITIVE_CLASS_MESSAGE.format(path=path, column=label, positive=show(positive),
+                                                              first=show(classes[0]), second=show(classes[1])))
         if str(classes[0]) == str(positive):
             classes = classes[::-1]
     return (values == classes[1]).to_numpy().astype(np.int64), classes
@@ -236,11 +263,11 @@ def schema_of(frame: pd.DataFrame, label: str, drop, categorical, path) -> dict:
     """``{"numeric": [...], "categorical": [...]}``: the feature columns and how each is encoded."""
     for column in categorical:
         if column not in frame.columns or column in drop:
-            raise InputError(f"{path}: column '{column}' (named by --categorical) is missing"
-                             f"{' (it is also named by --drop)' if column in drop else ''}.")
+            raise InputError(CATEGORICAL_MISSING_MESSAGE.format(
+                path=path, column=column, also_dropped=CATEGORICAL_ALSO_DROPPED if column in drop else ""))
     columns = [c for c in frame.columns if c != label and c not in drop]
     if not columns:
-        raise InputError(f"{path}: no feature column besides the label '{label}'.")
+        raise InputError(NO_FEATURES_MESSAGE.format(path=path, label=label))
     cats = [c for c in columns if c in categorical or is_categorical(frame[c])]
     return {"numeric": [c for c in columns if c not in cats], "categorical": cats}
 
@@ -254,11 +281,9 @@ def column_warnings(frame: pd.DataFrame, schema: dict, path) -> list[str]:
     found = []
     for column in schema["numeric"] + schema["categorical"]:
         if _INDEX_NAME.fullmatch(column):
-            found.append(f"{path}: column '{column}' has no name in the header; it looks like a saved pandas index "
-                         f"(to_csv without index=False). If so, leave it out with --drop '{column}'.")
+            found.append(INDEX_COLUMN_WARNING.format(path=path, column=column))
     for column in schema["categorical"]:
         values = frame[column]
         if len(values) >= MIN_ROWS_FOR_IDENTIFIER and values.nunique(dropna=False) == len(values):
-            found.append(f"{path}: column '{column}' is text with a different value in every row, like an "
-                         f"identifier; one-hot encoding it cannot help on new rows. Leave it out with --drop {column}.")
+            found.append(IDENTIFIER_COLUMN_WARNING.format(path=path, column=column))
     return found

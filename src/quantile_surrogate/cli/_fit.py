@@ -25,11 +25,29 @@ import pandas as pd
 from .._utils.checks import check_sample_weight
 from .._utils.files import check_output
 from ..objectives import OBJECTIVES, get_objective
-from ._args import int_at_least, layer_sizes, open_unit_interval
+from ._args import WARNING_LINE, int_at_least, layer_sizes, open_unit_interval
 from ._file_io import InputError, categorical_column, column_warnings, features, labels, read_table, schema_of, show
 from .model_file import MODELS, SavedModel, save_model
 
 __all__ = ["register", "run_fit"]
+
+# Each message names the option or the column, and the fix.
+OPTION_FOR_ANOTHER_MODEL_MESSAGE = "{flag} needs {needs}; it does nothing with --model {model}."
+OPTION_NEEDS = {"--hidden-layer-sizes": "--model mlp", "--n-estimators": "--model lightgbm or xgboost"}
+"""What each option that only one kind of model reads needs; the others need ``NEURAL_MODELS``."""
+NEURAL_MODELS = "--model linear or mlp"
+SAME_FILE_MESSAGE = "--checkpoint {checkpoint} and --out {out} are one file; give them different paths."
+GROUPS_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by --groups and by {other}; a group column is "
+                              "neither a label nor a feature, so name it once, with --groups.")
+GROUPS_MISSING_MESSAGE = "{path}: column '{column}' (the --groups) is missing; the columns are {columns}."
+GROUPS_EMPTY_MESSAGE = ("{path}: column '{column}' (the --groups) has {count} empty cells (first at data row {row}); "
+                        "every row needs a group.")
+WEIGHT_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by --weight and by {other}; a weight column is "
+                              "neither a label, a group nor a feature, so name it once, with --weight.")
+WEIGHT_MISSING_MESSAGE = "{path}: column '{column}' (the --weight) is missing; the columns are {columns}."
+WEIGHT_WITH_DELTA_MESSAGE = "--weight cannot be combined with --delta: the guarantee is about unweighted i.i.d. rows."
+FIT_FAILED_MESSAGE = "{path}: {reason}"
+"""A library error while reading the weights or fitting (its first line), prefixed with the file."""
 
 
 def _classifier(args):
@@ -72,15 +90,13 @@ def _check_fit_outputs(args) -> None:
                               ("--checkpoint", args.checkpoint, not boosted),
                               ("--n-estimators", args.n_estimators, boosted)):
         if given is not None and not fits:
-            needs = {"--hidden-layer-sizes": "--model mlp", "--n-estimators": "--model lightgbm or xgboost"}
-            raise InputError(f"{flag} needs {needs.get(flag, '--model linear or mlp')}; it does nothing with "
-                             f"--model {args.model}.")
+            raise InputError(OPTION_FOR_ANOTHER_MODEL_MESSAGE.format(
+                flag=flag, needs=OPTION_NEEDS.get(flag, NEURAL_MODELS), model=args.model))
     check_output(args.out, [args.data] + ([args.checkpoint] if args.checkpoint is not None else []))
     if args.checkpoint is not None:
         check_output(args.checkpoint, [args.data])
         if Path(args.checkpoint).resolve() == Path(args.out).resolve():
-            raise InputError(f"--checkpoint {args.checkpoint} and --out {args.out} are one file; "
-                             f"give them different paths.")
+            raise InputError(SAME_FILE_MESSAGE.format(checkpoint=args.checkpoint, out=args.out))
 
 
 def _fit_groups(frame, args):
@@ -90,15 +106,13 @@ def _fit_groups(frame, args):
         return None
     if column == args.label or column in args.drop or column in args.categorical:
         other = "--label" if column == args.label else "--drop" if column in args.drop else "--categorical"
-        raise InputError(f"{args.data}: column '{column}' is named by --groups and by {other}; a group column is "
-                         f"neither a label nor a feature, so name it once, with --groups.")
+        raise InputError(GROUPS_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, other=other))
     if column not in frame.columns:
-        raise InputError(f"{args.data}: column '{column}' (the --groups) is missing; the columns are "
-                         f"{', '.join(frame.columns)}.")
+        raise InputError(GROUPS_MISSING_MESSAGE.format(path=args.data, column=column, columns=", ".join(frame.columns)))
     empty = frame[column].isna().to_numpy()
     if empty.any():
-        raise InputError(f"{args.data}: column '{column}' (the --groups) has {int(empty.sum())} empty cells (first at "
-                         f"data row {int(np.flatnonzero(empty)[0]) + 1}); every row needs a group.")
+        raise InputError(GROUPS_EMPTY_MESSAGE.format(path=args.data, column=column, count=int(empty.sum()),
+                                                     row=int(np.flatnonzero(empty)[0]) + 1))
     return categorical_column(frame, column)
 
 
@@ -110,18 +124,16 @@ def _fit_weight(frame, args):
     named = {args.label: "--label", args.groups: "--groups", **{c: "--drop" for c in args.drop},
              **{c: "--categorical" for c in args.categorical}}
     if column in named:
-        raise InputError(f"{args.data}: column '{column}' is named by --weight and by {named[column]}; a weight "
-                         f"column is neither a label, a group nor a feature, so name it once, with --weight.")
+        raise InputError(WEIGHT_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, other=named[column]))
     if column not in frame.columns:
-        raise InputError(f"{args.data}: column '{column}' (the --weight) is missing; the columns are "
-                         f"{', '.join(frame.columns)}.")
+        raise InputError(WEIGHT_MISSING_MESSAGE.format(path=args.data, column=column, columns=", ".join(frame.columns)))
     if args.delta is not None:
-        raise InputError("--weight cannot be combined with --delta: the guarantee is about unweighted i.i.d. rows.")
+        raise InputError(WEIGHT_WITH_DELTA_MESSAGE)
     try:
         return check_sample_weight(pd.to_numeric(frame[column], errors="raise").to_numpy(np.float64), len(frame),
                                    name=f"column '{column}' (--weight)")
     except (TypeError, ValueError) as error:
-        raise InputError(f"{args.data}: {str(error).splitlines()[0]}") from None
+        raise InputError(FIT_FAILED_MESSAGE.format(path=args.data, reason=str(error).splitlines()[0])) from None
 
 
 def _fit_model(model, X, y, groups, weight=None) -> None:
@@ -152,7 +164,7 @@ def run_fit(args) -> int:
     say(f"{args.data}: {len(X)} rows, {int(y.sum())} positive (class {show(classes[1])}; choose with --positive), "
         f"{len(schema['numeric'])} numeric columns.")
     for warning in column_warnings(X, schema, args.data):
-        print(f"quantile-surrogate fit: warning: {warning}", file=sys.stderr)
+        print(WARNING_LINE.format(name="quantile-surrogate fit", text=warning), file=sys.stderr)
     if schema["categorical"]:
         levels = ", ".join(f"{c} ({pd.unique(X[c]).size} values)" for c in schema["categorical"])
         say(f"{args.data}: one-hot encoding the categorical columns {levels}; values unseen in training "
@@ -167,7 +179,7 @@ def run_fit(args) -> int:
     except ImportError as error:  # --model lightgbm without LightGBM installed
         raise InputError(str(error).splitlines()[0]) from None
     except (ValueError, FloatingPointError) as error:  # too few held-out positives for --delta, divergence, checkpoint
-        raise InputError(f"{args.data}: {str(error).splitlines()[0]}") from None
+        raise InputError(FIT_FAILED_MESSAGE.format(path=args.data, reason=str(error).splitlines()[0])) from None
     saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=args.objective,
                        target=args.target, model_kind=args.model, trained_on=str(args.data), n_rows=int(len(X)),
                        delta=args.delta, calibration_size=args.calibration_size if args.delta is not None else None,
@@ -185,7 +197,7 @@ def register(subparsers) -> None:
     fit.add_argument("--label", required=True, help="the column holding the binary label")
     fit.add_argument("--objective", choices=sorted(OBJECTIVES), default="precision_at_recall",
                      help="what to maximise under which constraint (default precision_at_recall)")
-    fit.add_argument("--target", type=open_unit_interval("0.95 for recall 95 %%"), required=True,
+    fit.add_argument("--target", type=open_unit_interval("0.95 for recall 95 %"), required=True,
                      help="the constraint's target in (0, 1): the recall, predicted positive rate or FPR")
     fit.add_argument("--model", choices=tuple(MODELS), default="linear",
                      help="linear scores (the paper's), a multi-layer perceptron, or gradient-boosted trees "
@@ -203,10 +215,10 @@ def register(subparsers) -> None:
     fit.add_argument("--weight", default=None, metavar="COLUMN",
                      help="a column of row weights >= 0 (not a feature): an integer weight counts a row that many "
                           "times, e.g. the inverse sampling rate of downsampled negatives")
-    fit.add_argument("--delta", type=open_unit_interval("0.05 for a 95 %% guarantee"), default=None,
+    fit.add_argument("--delta", type=open_unit_interval("0.05 for a 95 % guarantee"), default=None,
                      help="hold out --calibration-size of the rows and set the threshold so that the constraint holds "
                           "on new data with probability >= 1 - delta (docs/calibration.md)")
-    fit.add_argument("--calibration-size", type=open_unit_interval("0.3 to hold out 30 %% of the rows"), default=0.3,
+    fit.add_argument("--calibration-size", type=open_unit_interval("0.3 to hold out 30 % of the rows"), default=0.3,
                      help="fraction of the rows held out for --delta (default 0.3)")
     fit.add_argument("--max-epochs", type=int_at_least(1, "200"), default=None,
                      help="training epochs of --model linear or mlp (default 200)")

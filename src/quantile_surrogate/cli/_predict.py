@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .._utils.files import WriteError, atomic_write, check_stdout, describe_errno
+from ._args import STDOUT_WRITE_MESSAGE
 from ._file_io import iter_table
 from ._scoring import chunk_scores, model_columns
 from .model_file import SavedModel, load_model
@@ -58,7 +59,7 @@ def run_predict(args) -> int:
     except BrokenPipeError:
         raise
     except OSError as error:  # a full disk behind `> file`: name standard output, not a temporary file
-        raise WriteError(f"standard output: cannot write ({describe_errno(error)}).") from None
+        raise WriteError(STDOUT_WRITE_MESSAGE.format(reason=describe_errno(error))) from None
     return 0
 
 

@@ -16,6 +16,12 @@ from .model_file import SavedModel
 
 __all__ = ["chunk_groups", "model_columns", "chunk_scores"]
 
+UNSEEN_GROUP_MESSAGE = ("{path}: column '{column}' (the model's groups) holds {value} at data row {row}, a group not "
+                        "seen in training, which has no threshold; the model knows {known}.")
+UNSCORABLE_MESSAGE = "{path}: {reason}"
+NAN_SCORE_MESSAGE = ("{path}: data row {row} gets no score (NaN): its values are too large for the model (such as "
+                     "1e308); check that row's numbers and units.")
+
 
 def chunk_groups(saved: SavedModel, chunk, data: Path, offset: int):
     """The chunk's groups (text, as in fit), or None for a model without groups; an unseen group is an error."""
@@ -26,9 +32,8 @@ def chunk_groups(saved: SavedModel, chunk, data: Path, offset: int):
     if unseen.any():
         i = int(np.flatnonzero(unseen)[0])
         shown = ", ".join(show(v) for v in known[:10]) + (", ..." if len(known) > 10 else "")
-        raise InputError(f"{data}: column '{saved.groups}' (the model's groups) holds {show(values[i])} at data row "
-                         f"{offset + i + 1}, a group not seen in training, which has no threshold; the model knows "
-                         f"{shown}.")
+        raise InputError(UNSEEN_GROUP_MESSAGE.format(path=data, column=saved.groups, value=show(values[i]),
+                                                     row=offset + i + 1, known=shown))
     return values
 
 
@@ -45,9 +50,8 @@ def chunk_scores(saved: SavedModel, chunk, data: Path, offset: int) -> np.ndarra
         X = features(chunk, saved.schema, data, offset)
         score = saved.decision_function(X) if groups is None else saved.decision_function(X, sensitive_features=groups)
     except ValueError as error:  # e.g. a value too far from the training data's range to standardise
-        raise InputError(f"{data}: {' '.join(str(error).split())}") from None
+        raise InputError(UNSCORABLE_MESSAGE.format(path=data, reason=" ".join(str(error).split()))) from None
     bad = np.isnan(score)
     if bad.any():
-        raise InputError(f"{data}: data row {offset + int(np.flatnonzero(bad)[0]) + 1} gets no score (NaN): its values "
-                         f"are too large for the model (such as 1e308); check that row's numbers and units.")
+        raise InputError(NAN_SCORE_MESSAGE.format(path=data, row=offset + int(np.flatnonzero(bad)[0]) + 1))
     return score

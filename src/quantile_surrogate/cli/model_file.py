@@ -41,7 +41,7 @@ import torch
 from .. import __version__
 from .._utils.files import atomic_write
 from ._codecs import Payload, dump, from_json, load, to_json
-from ._file_io import InputError
+from ._file_io import NOT_REGULAR_FILE_MESSAGE, InputError
 
 __all__ = ["SavedModel", "save_model", "load_model", "MAGIC", "FORMAT"]
 
@@ -53,6 +53,22 @@ FORMAT = 2
 MAX_HEADER_BYTES = 65536
 BLOB = "blob:"
 """Sections named ``blob:NAME`` hold a boosted model in its library's own text format."""
+
+# Each message names the file and says what to do (refit, or install the version that wrote it).
+NOT_A_MODEL_FILE_MESSAGE = "{path}: not a quantile-surrogate model file (write one with `quantile-surrogate fit`)."
+DAMAGED_HEADER_MESSAGE = "{path}: the model file's header is damaged; refit the model."
+INCOMPATIBLE_VERSION_MESSAGE = ("{path}: saved by quantile-surrogate {saved}, which this version ({running}) cannot "
+                                "load; refit it with `quantile-surrogate fit`, or install quantile-surrogate=={saved}.")
+PICKLE_FORMAT_MESSAGE = ("{path}: an older model file that holds a pickle, which is not loaded because loading a "
+                         "pickle can run code; refit it with `quantile-surrogate fit`.")
+UNKNOWN_FORMAT_MESSAGE = ("{path}: model file format {format!r}, which this version ({running}) cannot load; "
+                          "refit it with `quantile-surrogate fit`.")
+CHECKSUM_MESSAGE = ("{path}: the model file is damaged (its checksum does not match; truncated or edited); "
+                    "refit the model.")
+NO_MODEL_FILE_MESSAGE = "{path}: no such model file."
+NOT_TENSORS_MESSAGE = "the tensors section is not a dict of tensors"
+NOT_REBUILT_MESSAGE = ("{path}: the model file cannot be rebuilt ({error_type}); it was written by another program "
+                       "or version; refit the model.")
 
 
 # `fit --model`: the estimator class behind each kind (SavedModel.model_kind).
@@ -234,22 +250,19 @@ def save_model(saved: SavedModel, path, *, inputs=()) -> None:
 def _read_header(path: Path, data: bytes) -> tuple[dict, bytes]:
     """The header (checked: format, version, sizes, checksum) and the payload."""
     if not data.startswith(MAGIC):
-        raise InputError(f"{path}: not a quantile-surrogate model file (write one with `quantile-surrogate fit`).")
+        raise InputError(NOT_A_MODEL_FILE_MESSAGE.format(path=path))
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
     try:
         header = json.loads(data[len(MAGIC):end]) if end > 0 else None
         saved = str(header["quantile_surrogate"])
     except (ValueError, KeyError, TypeError):
-        raise InputError(f"{path}: the model file's header is damaged; refit the model.") from None
+        raise InputError(DAMAGED_HEADER_MESSAGE.format(path=path)) from None
     if not compatible(saved, __version__):
-        raise InputError(f"{path}: saved by quantile-surrogate {saved}, which this version ({__version__}) cannot "
-                         f"load; refit it with `quantile-surrogate fit`, or install quantile-surrogate=={saved}.")
+        raise InputError(INCOMPATIBLE_VERSION_MESSAGE.format(path=path, saved=saved, running=__version__))
     if "format" not in header:
-        raise InputError(f"{path}: an older model file that holds a pickle, which is not loaded because loading a "
-                         f"pickle can run code; refit it with `quantile-surrogate fit`.")
+        raise InputError(PICKLE_FORMAT_MESSAGE.format(path=path))
     if header["format"] != FORMAT:
-        raise InputError(f"{path}: model file format {header['format']!r}, which this version ({__version__}) "
-                         f"cannot load; refit it with `quantile-surrogate fit`.")
+        raise InputError(UNKNOWN_FORMAT_MESSAGE.format(path=path, format=header["format"], running=__version__))
     payload = data[end + 1:]
     try:
         sizes = [int(size) for _, size in header["sections"]]
@@ -257,8 +270,7 @@ def _read_header(path: Path, data: bytes) -> tuple[dict, bytes]:
     except (KeyError, TypeError, ValueError):
         intact = False
     if not intact:
-        raise InputError(f"{path}: the model file is damaged (its checksum does not match; truncated or edited); "
-                         f"refit the model.")
+        raise InputError(CHECKSUM_MESSAGE.format(path=path))
     return header, payload
 
 
@@ -303,7 +315,7 @@ def load_model(path) -> SavedModel:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such model file." if not path.exists() else f"{path}: not a regular file.")
+        raise InputError((NOT_REGULAR_FILE_MESSAGE if path.exists() else NO_MODEL_FILE_MESSAGE).format(path=path))
     return _decode(path, path.read_bytes())
 
 
@@ -317,11 +329,10 @@ def _decode(path: Path, data: bytes) -> SavedModel:
         description = json.loads(sections["description"])
         tensors = torch.load(io.BytesIO(sections["tensors"]), map_location="cpu", weights_only=True)
         if not isinstance(tensors, dict) or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
-            raise ValueError("the tensors section is not a dict of tensors")
+            raise ValueError(NOT_TENSORS_MESSAGE)
         blobs = {name[len(BLOB):]: data for name, data in sections.items() if name.startswith(BLOB)}
         model = load(description["model"], Payload(tensors=tensors, blobs=blobs))
         fields = {f.name for f in dataclasses.fields(SavedModel)} - {"model"}
         return SavedModel(model=model, **{k: from_json(v) for k, v in description.items() if k in fields})
     except Exception as error:  # noqa: BLE001 - a file that passed the checksum but not the rebuild: our one message
-        raise InputError(f"{path}: the model file cannot be rebuilt ({type(error).__name__}); it was written by "
-                         f"another program or version; refit the model.") from None
+        raise InputError(NOT_REBUILT_MESSAGE.format(path=path, error_type=type(error).__name__)) from None

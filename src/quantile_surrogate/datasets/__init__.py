@@ -46,13 +46,20 @@ HOUSING_COLUMNS = (
 
 DATA_HOME_VARIABLE = "QUANTILE_SURROGATE_DATA"
 
+CHECKSUM_MESSAGE = "{path} has sha256 {digest}, expected {expected}: the file is damaged or was replaced."
+POSITIVE_MESSAGE = "`positive` must be 'g' or 'b'; got {value!r}."
+LABEL_MESSAGE = "`label` must be 'chas' or 'raw'; got {value!r}."
+COVER_NOT_FOUND_MESSAGE = ("10_cover.npz was not found (looked in {searched}). Pass data_home= or set ${variable} "
+                           "to the folder that holds it; it is committed in the repository under data/cover/.")
+PRIOR_MESSAGE = "`prior` must be in (0, 1); got {value}."
+
 
 def _checked_bytes(path: Path) -> bytes:
     raw = path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     expected = SHA256[path.name]
     if digest != expected:
-        raise OSError(f"{path} has sha256 {digest}, expected {expected}: the file is damaged or was replaced.")
+        raise OSError(CHECKSUM_MESSAGE.format(path=path, digest=digest, expected=expected))
     return raw
 
 
@@ -96,7 +103,7 @@ def load_ionosphere(*, positive: str = "g"):
     ((351, 34), 225)
     """
     if positive not in ("g", "b"):
-        raise ValueError(f"`positive` must be 'g' or 'b'; got {positive!r}.")
+        raise ValueError(POSITIVE_MESSAGE.format(value=positive))
     text = _checked_bytes(_packaged("ionosphere.csv")).decode()
     rows = [line.split(",") for line in text.strip().splitlines()]
     X = np.array([[float(v) for v in row[:-1]] for row in rows])
@@ -140,7 +147,7 @@ def load_housing(*, label: str = "chas"):
     (506, 14)
     """
     if label not in ("chas", "raw"):
-        raise ValueError(f"`label` must be 'chas' or 'raw'; got {label!r}.")
+        raise ValueError(LABEL_MESSAGE.format(value=label))
     from io import StringIO
 
     table = np.loadtxt(StringIO(_checked_bytes(_packaged("housing.data")).decode()))
@@ -188,10 +195,7 @@ def cover_path(data_home: str | os.PathLike | None = None) -> Path:
         if (folder / "10_cover.npz").is_file():
             return folder / "10_cover.npz"
     searched = ", ".join(str(c) for c in candidates)
-    raise FileNotFoundError(
-        f"10_cover.npz was not found (looked in {searched}). Pass data_home= or set ${DATA_HOME_VARIABLE} "
-        "to the folder that holds it; it is committed in the repository under data/cover/."
-    )
+    raise FileNotFoundError(COVER_NOT_FOUND_MESSAGE.format(searched=searched, variable=DATA_HOME_VARIABLE))
 
 
 def load_cover(data_home: str | os.PathLike | None = None):
@@ -284,7 +288,7 @@ def make_gaussian_mixture(n_samples: int = 6000, *, prior: float = 0.1, random_s
     ((6000, 2), 0.104)
     """
     if not 0 < prior < 1:
-        raise ValueError(f"`prior` must be in (0, 1); got {prior}.")
+        raise ValueError(PRIOR_MESSAGE.format(value=prior))
     rng = np.random.default_rng(random_state)
     y = (rng.random(n_samples) < prior).astype(np.int64)
     far = rng.random(n_samples) < 0.1

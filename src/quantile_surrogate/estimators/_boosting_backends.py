@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BACKENDS", "MISSING_BACKEND_MESSAGE", "RESERVED_PARAMS", "make_backend"]
+__all__ = ["BACKENDS", "MISSING_BACKEND_MESSAGE", "RESERVED_CLASH_MESSAGE", "XGBOOST_MIN_CHILD_MESSAGE",
+           "RESERVED_PARAMS", "make_backend"]
 
 MISSING_BACKEND_MESSAGE = (
     "QuantileBoostingClassifier(backend={backend!r}) needs the {package} package: "
     "pip install 'quantile-surrogate[boost]'"
 )
 
+RESERVED_CLASH_MESSAGE = (
+    "`backend_params` sets {clash}, which QuantileBoostingClassifier sets itself; use its own parameters "
+    "(n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, random_state) instead."
+)
+XGBOOST_MIN_CHILD_MESSAGE = (
+    "`min_child_samples` has no XGBoost equivalent (XGBoost bounds the Hessian sum, `min_child_weight`); "
+    "leave it None and pass backend_params={{'min_child_weight': ...}}."
+)
 RESERVED_PARAMS = {
     "lightgbm": {"objective", "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees", "num_round",
                  "num_rounds", "num_boost_round", "n_estimators", "max_iter", "init_score", "metric",
@@ -154,9 +163,7 @@ def make_backend(name, *, learning_rate, num_leaves, max_depth, min_child_sample
     extra = dict(backend_params or {})
     clash = sorted(set(extra) & RESERVED_PARAMS[name])
     if clash:
-        raise ValueError(f"`backend_params` sets {clash}, which QuantileBoostingClassifier sets itself; use its "
-                         "own parameters (n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, "
-                         "random_state) instead.")
+        raise ValueError(RESERVED_CLASH_MESSAGE.format(clash=clash))
     if name == "lightgbm":
         params = {"learning_rate": learning_rate, "num_leaves": 31 if num_leaves is None else num_leaves,
                   "max_depth": -1 if max_depth is None else max_depth,
@@ -164,8 +171,7 @@ def make_backend(name, *, learning_rate, num_leaves, max_depth, min_child_sample
                   "seed": seed, "verbose": -1, "deterministic": True, "force_col_wise": True}
     else:
         if min_child_samples is not None:
-            raise ValueError("`min_child_samples` has no XGBoost equivalent (XGBoost bounds the Hessian sum, "
-                             "`min_child_weight`); leave it None and pass backend_params={'min_child_weight': ...}.")
+            raise ValueError(XGBOOST_MIN_CHILD_MESSAGE.format())
         params = {"learning_rate": learning_rate, "max_depth": 6 if max_depth is None else max_depth,
                   "seed": seed, "verbosity": 0, "tree_method": "hist"}
         if num_leaves is not None:

@@ -18,18 +18,20 @@ __all__ = [
     "GROUPS_UNSEEN_MESSAGE",
     "GROUP_WITHOUT_SUBSET_MESSAGE",
     "GROUPS_SHAPE_MESSAGE",
+    "GROUPS_NONFINITE_MESSAGE",
+    "GROUPS_INCOMPARABLE_MESSAGE",
 ]
 
 GROUPS_MISSING_MESSAGE = (
-    "This classifier was fitted with `groups` ({count} groups), so every row needs its group's "
-    "threshold: pass `groups=` with one group label per row of X."
+    "This classifier was fitted with `sensitive_features` ({count} groups), so every row needs its group's "
+    "threshold: pass `sensitive_features=` with one group label per row of X."
 )
 GROUPS_UNEXPECTED_MESSAGE = (
-    "This classifier was fitted without `groups`, so it has one threshold; pass groups=None "
-    "(or refit with fit(X, y, groups=...))."
+    "This classifier was fitted without `sensitive_features`, so it has one threshold; pass "
+    "sensitive_features=None (or refit with fit(X, y, sensitive_features=...))."
 )
 GROUPS_UNSEEN_MESSAGE = (
-    "`groups` holds labels not seen in fit: {shown}. The fitted groups are {known}; a group needs "
+    "`sensitive_features` holds labels not seen in fit: {shown}. The fitted groups are {known}; a group needs "
     "training rows for its threshold."
 )
 GROUP_WITHOUT_SUBSET_MESSAGE = (
@@ -37,7 +39,13 @@ GROUP_WITHOUT_SUBSET_MESSAGE = (
     "is undefined. Merge it with another group or drop its rows."
 )
 GROUPS_SHAPE_MESSAGE = (
-    "`groups` has shape {shape}; pass one group label per row of X ({n}), e.g. a 1-D array or a pandas Series."
+    "`sensitive_features` has shape {shape}; pass one group label per row of X ({n}), e.g. a 1-D array or a pandas Series."
+)
+
+GROUPS_NONFINITE_MESSAGE = "`sensitive_features` contains NaN or inf; give those rows a group label of their own or drop them."
+GROUPS_INCOMPARABLE_MESSAGE = (
+    "`sensitive_features` labels must be comparable with each other (all strings or all numbers, no None); numpy.unique "
+    "failed: {error}"
 )
 
 
@@ -47,12 +55,11 @@ def encode_groups(groups, n: int):
     if groups.ndim != 1 or groups.shape[0] != n:
         raise ValueError(GROUPS_SHAPE_MESSAGE.format(shape=groups.shape, n=n))
     if groups.dtype.kind in "fc" and not np.isfinite(groups).all():
-        raise ValueError("`groups` contains NaN or inf; give those rows a group label of their own or drop them.")
+        raise ValueError(GROUPS_NONFINITE_MESSAGE)
     try:
         labels, codes = np.unique(groups, return_inverse=True)
     except TypeError as error:
-        raise TypeError("`groups` labels must be comparable with each other (all strings or all numbers, "
-                        f"no None); numpy.unique failed: {error}") from error
+        raise TypeError(GROUPS_INCOMPARABLE_MESSAGE.format(error=error)) from error
     return labels, codes.reshape(-1).astype(np.int64)
 
 

@@ -42,6 +42,7 @@ ONE_CLASS_MESSAGE = (
     "rank. Check the labels or the split."
 )
 UNSEEN_LABELS_MESSAGE = "`y` has labels {shown} not seen in fit; the classes are {classes}."
+ROWS_MISMATCH_MESSAGE = "`X` and `y` must have the same number of rows. {error}"
 TIE_BREAK_STREAM = 0x7135
 """Mixed into ``random_state`` for the tie-break draws (a SeedSequence entropy word)."""
 
@@ -103,7 +104,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
             X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **check)
         except ValueError as error:
             if "inconsistent numbers of samples" in str(error):
-                raise ValueError(f"`X` and `y` must have the same number of rows. {error}") from error
+                raise ValueError(ROWS_MISMATCH_MESSAGE.format(error=error)) from error
             raise
         check_classification_targets(y)
         classes = np.unique(y)

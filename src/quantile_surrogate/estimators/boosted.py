@@ -26,7 +26,10 @@ from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, refuse_text_co
 from .._utils.checks import check_sample_weight
 from .._utils.errors import TrainingDivergedError
 
-__all__ = ["QuantileBoostingClassifier"]
+__all__ = ["QuantileBoostingClassifier", "FORM_MESSAGE"]
+
+#: The ``ValueError`` message of ``fit`` for a ``form`` the objective has not.
+FORM_MESSAGE = "`form` must be one of {forms} for objective={objective!r}; got {form!r}."
 
 AUTO_SINGLE_SPLIT_ROWS = 10_000
 """``validation_splits="auto"``: one validation split above this many training rows, three below."""
@@ -332,8 +335,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         codes = self._encode_fit_groups(sensitive_features, y01)
         spec = self._objective_spec()
         if self.form not in spec.forms():
-            raise ValueError(f"`form` must be one of {list(spec.forms())} for objective={self.objective!r}; "
-                             f"got {self.form!r}.")
+            raise ValueError(FORM_MESSAGE.format(forms=list(spec.forms()), objective=self.objective, form=self.form))
         target = self._target()
         random_state = self.random_state
         seed = int(random_state) if isinstance(random_state, Integral) else int(

@@ -64,6 +64,10 @@ def _response(estimator, X, method: str) -> np.ndarray:
     return values.reshape(-1)
 
 
+UNEXPECTED_FIT_PARAMS_MESSAGE = "GuaranteedThresholdClassifier.fit() got unexpected keyword arguments {names}."
+Y_NONE_MESSAGE = "GuaranteedThresholdClassifier requires y to be passed, but the target y is None."
+UNKNOWN_LABELS_MESSAGE = "`y` has labels {unknown} that `estimator` does not know ({classes})."
+NO_CALIBRATION_ROWS_MESSAGE = "The calibration rows contain no {side} row; a {constraint} guarantee needs them."
 SAMPLE_WEIGHT_GUARANTEE_MESSAGE = (
     "GuaranteedThresholdClassifier does not support `sample_weight`: its guarantee P(constraint holds) >= "
     "1 - delta is an order-statistic (binomial) bound on i.i.d., unweighted held-out rows, and row weights "
@@ -214,9 +218,9 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         if "sample_weight" in fit_params:
             raise ValueError(SAMPLE_WEIGHT_GUARANTEE_MESSAGE)
         if fit_params:
-            raise TypeError(f"GuaranteedThresholdClassifier.fit() got unexpected keyword arguments {sorted(fit_params)}.")
+            raise TypeError(UNEXPECTED_FIT_PARAMS_MESSAGE.format(names=sorted(fit_params)))
         if y is None:
-            raise ValueError("GuaranteedThresholdClassifier requires y to be passed, but the target y is None.")
+            raise ValueError(Y_NONE_MESSAGE)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)  # a continuous y: scikit-learn's "Unknown label type" message
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
@@ -234,7 +238,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         check_two_classes(self.classes_, "estimator.classes_")
         unknown = np.setdiff1d(np.unique(y_cal), self.classes_)
         if unknown.size:
-            raise ValueError(f"`y` has labels {unknown.tolist()} that `estimator` does not know ({self.classes_.tolist()}).")
+            raise ValueError(UNKNOWN_LABELS_MESSAGE.format(unknown=unknown.tolist(), classes=self.classes_.tolist()))
         scores = _response(estimator, X_cal, self.response_method)
         in_subset = self._objective_spec().subset_mask(y_cal == self.classes_[1])
         if codes is None:
@@ -258,7 +262,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
     def _calibrate_one(self, subset):
         if subset.size == 0:
             side = "positive" if self.constraint == "recall" else "negative"
-            raise ValueError(f"The calibration rows contain no {side} row; a {self.constraint} guarantee needs them.")
+            raise ValueError(NO_CALIBRATION_ROWS_MESSAGE.format(side=side, constraint=self.constraint))
         self.threshold_ = CALIBRATORS[self.constraint](subset, self._target(), self.delta, self.bound)
         self.groups_ = self.group_thresholds_ = None
         self.n_calibration_ = int(subset.size)

@@ -33,6 +33,14 @@ from .quantile_classifier import QuantileClassifier
 
 __all__ = ["QuantileClassifierCV"]
 
+EMPTY_GRID_MESSAGE = "The grid for `{name}` is empty; give at least one value."
+GRID_VALUES_MESSAGE = "`{name}s` must hold finite numbers {bound}; got {values}."
+CHECKPOINT_MESSAGE = ("`estimator` has a `checkpoint`; QuantileClassifierCV trains many models and cannot "
+                      "resume one. Pass an estimator with checkpoint=None.")
+MODULE_FACTORY_MESSAGE = ("`estimator` has a `module_factory`, which overrides `hidden_layer_sizes`, so the "
+                          "model families of `hidden_layer_sizes_grid` would all be the same model. Pass "
+                          "hidden_layer_sizes_grid=((),) or an estimator without module_factory.")
+
 class QuantileClassifierCV(ThresholdedClassifier):
     r"""A :class:`QuantileClassifier` whose ``alpha``, ``bandwidth`` and model family are chosen by cross-validation.
 
@@ -196,22 +204,19 @@ class QuantileClassifierCV(ThresholdedClassifier):
                 "alpha": [float(a) for a in self.alphas], "bandwidth": [float(h) for h in self.bandwidths]}
         for name, values in grid.items():
             if len(values) == 0:
-                raise ValueError(f"The grid for `{name}` is empty; give at least one value.")
+                raise ValueError(EMPTY_GRID_MESSAGE.format(name=name))
         for name in ("alpha", "bandwidth"):
             if not all(np.isfinite(v) and v >= (0 if name == "alpha" else 1e-300) for v in grid[name]):
-                raise ValueError(f"`{name}s` must hold finite numbers {'>= 0' if name == 'alpha' else '> 0'}; "
-                                 f"got {grid[name]}.")
+                raise ValueError(GRID_VALUES_MESSAGE.format(name=name, bound=">= 0" if name == "alpha" else "> 0",
+                                                            values=grid[name]))
         return grid
 
     def _template(self, seed) -> QuantileClassifier:
         base = QuantileClassifier() if self.estimator is None else clone(self.estimator)
         if base.checkpoint is not None:
-            raise ValueError("`estimator` has a `checkpoint`; QuantileClassifierCV trains many models and cannot "
-                             "resume one. Pass an estimator with checkpoint=None.")
+            raise ValueError(CHECKPOINT_MESSAGE)
         if base.module_factory is not None and len(self.hidden_layer_sizes_grid) > 1:
-            raise ValueError("`estimator` has a `module_factory`, which overrides `hidden_layer_sizes`, so the "
-                             "model families of `hidden_layer_sizes_grid` would all be the same model. Pass "
-                             "hidden_layer_sizes_grid=((),) or an estimator without module_factory.")
+            raise ValueError(MODULE_FACTORY_MESSAGE)
         return base.set_params(objective=self.objective, target=self.target, random_state=seed)
 
     @_fit_context(prefer_skip_nested_validation=False)

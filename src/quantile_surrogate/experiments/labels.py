@@ -20,6 +20,8 @@ from .precision_at_k import run_precision_at_k, summarise
 
 __all__ = ["candidate_labels", "label_evidence"]
 
+DATASET_MESSAGE = "`dataset` must be 'ionosphere' or 'housing'; got {value!r}."
+
 
 def candidate_labels(dataset: str) -> dict:
     """The plausible binary versions of a data set the paper uses without saying how it made it binary.
@@ -51,7 +53,7 @@ def candidate_labels(dataset: str) -> dict:
     if dataset == "ionosphere":
         return {f"class {c} positive": datasets.load_ionosphere(positive=c) for c in ("g", "b")}
     if dataset != "housing":
-        raise ValueError(f"`dataset` must be 'ionosphere' or 'housing'; got {dataset!r}.")
+        raise ValueError(DATASET_MESSAGE.format(value=dataset))
     table, _ = datasets.load_housing(label="raw")
     medv = table[:, -1]
     out = {"CHAS = 1, CHAS removed": datasets.load_housing()}

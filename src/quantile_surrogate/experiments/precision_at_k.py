@@ -37,6 +37,8 @@ from .paper import Protocol
 
 __all__ = ["run_precision_at_k", "summarise"]
 
+SELECT_MESSAGE = "`select` must be 'cv' or 'paper'; got {value!r}."
+
 # Protocol.dataset -> its loader (used when run_precision_at_k gets no `data=`).
 LOADERS = {
     "ionosphere": datasets.load_ionosphere,
@@ -209,7 +211,7 @@ def run_precision_at_k(protocol: Protocol, *, n_splits=None, select="cv", folds=
     [['LR', 1.0, 0.375]]
     """
     if select not in ("cv", "paper"):
-        raise ValueError(f"`select` must be 'cv' or 'paper'; got {select!r}.")
+        raise ValueError(SELECT_MESSAGE.format(value=select))
     X, y = data if data is not None else LOADERS[protocol.dataset]()
     n_splits = protocol.n_splits if n_splits is None else n_splits
     jobs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(

@@ -26,7 +26,7 @@ from .._utils.checks import (
     check_targets,
     check_weight_tensor,
 )
-from ..quantiles import QUANTILE_ESTIMATORS, quantile_estimates
+from ..quantiles import ESTIMATOR_TYPE_MESSAGE, QUANTILE_ESTIMATORS, WEIGHTED_CALLABLE_MESSAGE, quantile_estimates
 from .surrogates import SURROGATES
 
 EMPTY_SUBSET_MESSAGE = (
@@ -41,13 +41,8 @@ EMPTY_SUBSET = ("zero", "raise")
 NO_SUBSET_MESSAGE = (
     "Pass `subset=` (a bool row mask of A, or one of 'positives', 'negatives', 'all') or `threshold_scores=`."
 )
-QUANTILE_TYPE_MESSAGE = "`quantile` must be an estimator name such as 'kernel' or a callable f(scores, level); got {}."
 THRESHOLD_GROUPS_MESSAGE = "With `groups=` and `threshold_scores=`, pass `threshold_groups=` too."
 THRESHOLD_WEIGHT_MESSAGE = "`threshold_weight` weights `threshold_scores`; pass both, or use `weight=`."
-WEIGHTED_CALLABLE_MESSAGE = (
-    "Row weights need a named quantile estimator; a callable `quantile` cannot take "
-    "`weight=`. Pass quantile='kernel' (or another name) or drop the weights."
-)
 
 
 def check_loss_settings(*, quantile="kernel", bandwidth=0.05, surrogate="logistic", reduction="mean",
@@ -55,7 +50,7 @@ def check_loss_settings(*, quantile="kernel", bandwidth=0.05, surrogate="logisti
     """Check the settings every loss shares (the loss modules call this in ``__init__``); returns the bandwidth."""
     if not callable(quantile):
         if not isinstance(quantile, str):
-            raise TypeError(QUANTILE_TYPE_MESSAGE.format(type(quantile).__name__))
+            raise TypeError(ESTIMATOR_TYPE_MESSAGE.format(type_name=type(quantile).__name__))
         check_option(quantile, QUANTILE_ESTIMATORS, "quantile")
     check_option(surrogate, SURROGATES, "surrogate")
     check_reduction(reduction)

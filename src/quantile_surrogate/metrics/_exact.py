@@ -5,11 +5,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ._checks import check_arrays, checked_weights, undefined
+from ._checks import SCORES_NONFINITE_MESSAGE, check_arrays, checked_weights, undefined
 from ._counting import counts_at_thresholds, precision_at_recall_from_counts, recall_at_fpr_from_counts
 from .._utils.checks import check_target
 
 __all__ = ["precision_at_recall", "recall_at_fpr", "predicted_positive_rate"]
+
+SCORE_NOT_1D_MESSAGE = "`y_score` must be 1-D; got shape {shape}."
+THRESHOLD_NAN_MESSAGE = "`threshold` is NaN; every row would count as negative."
+SUBSET_SHAPE_MESSAGE = "`subset` has shape {shape} but `y_score` has {expected}."
+SUBSET_NO_WEIGHT_MESSAGE = "`subset` holds no weight; the rate on an empty set is undefined."
+SUBSET_EMPTY_MESSAGE = "`subset` selects no row; the rate on an empty set is undefined."
 
 
 def precision_at_recall(y_true, y_score, recall: float, *, sample_weight=None) -> float:
@@ -197,27 +203,27 @@ def predicted_positive_rate(y_score, threshold: float, subset=None, *, sample_we
     """
     y_score = np.asarray(y_score, dtype=np.float64)
     if y_score.ndim != 1:
-        raise ValueError(f"`y_score` must be 1-D; got shape {y_score.shape}.")
+        raise ValueError(SCORE_NOT_1D_MESSAGE.format(shape=y_score.shape))
     if not np.isfinite(y_score).all():  # a NaN compares False with every threshold: it would count as negative
-        raise ValueError("`y_score` contains NaN or inf.")
+        raise ValueError(SCORES_NONFINITE_MESSAGE.format(name="y_score"))
     threshold = float(threshold)
     if math.isnan(threshold):
-        raise ValueError("`threshold` is NaN; every row would count as negative.")
+        raise ValueError(THRESHOLD_NAN_MESSAGE)
     if sample_weight is not None:
         weight = checked_weights(sample_weight, y_score.size)
         if subset is not None:
             subset = np.asarray(subset, dtype=bool)
             if subset.shape != y_score.shape:
-                raise ValueError(f"`subset` has shape {subset.shape} but `y_score` has {y_score.shape}.")
+                raise ValueError(SUBSET_SHAPE_MESSAGE.format(shape=subset.shape, expected=y_score.shape))
             y_score, weight = y_score[subset], weight[subset]
         if not weight.sum() > 0:
-            raise ValueError("`subset` holds no weight; the rate on an empty set is undefined.")
+            raise ValueError(SUBSET_NO_WEIGHT_MESSAGE)
         return float(weight[y_score > threshold].sum() / weight.sum())
     if subset is not None:
         subset = np.asarray(subset, dtype=bool)
         if subset.shape != y_score.shape:
-            raise ValueError(f"`subset` has shape {subset.shape} but `y_score` has {y_score.shape}.")
+            raise ValueError(SUBSET_SHAPE_MESSAGE.format(shape=subset.shape, expected=y_score.shape))
         y_score = y_score[subset]
     if y_score.size == 0:
-        raise ValueError("`subset` selects no row; the rate on an empty set is undefined.")
+        raise ValueError(SUBSET_EMPTY_MESSAGE)
     return float(np.mean(y_score > threshold))

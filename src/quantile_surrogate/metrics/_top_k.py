@@ -15,6 +15,9 @@ from ._counting import counts_at_thresholds, precision_at_k_from_counts, top_k_p
 
 __all__ = ["count_at_rate", "precision_at_k", "precision_at_rate"]
 
+K_RANGE_MESSAGE = "`k` must be in [1, {n}]; got {k}."
+K_WEIGHT_RANGE_MESSAGE = "`k` must be in [1, {total}] (the total `sample_weight`); got {k}."
+
 
 def count_at_rate(n: int, rate: float, rounding: str = "ceil") -> int:
     r"""The number of rows ``K`` that a predicted positive rate selects out of ``n``.
@@ -120,12 +123,12 @@ def precision_at_k(y_true, y_score, k: int, *, sample_weight=None) -> float:
     if sample_weight is None:
         n = y_score.shape[0]
         if not 1 <= k <= n:
-            raise ValueError(f"`k` must be in [1, {n}]; got {k}.")
+            raise ValueError(K_RANGE_MESSAGE.format(n=n, k=k))
         return top_k_precision(positive, y_score, k)  # the counting core's fast path: a partition, not a sort
     weight = checked_weights(sample_weight, y_score.size)
     total = float(weight.sum())
     if not 1 <= k <= total * (1 + 1e-12):
-        raise ValueError(f"`k` must be in [1, {total}] (the total `sample_weight`); got {k}.")
+        raise ValueError(K_WEIGHT_RANGE_MESSAGE.format(total=total, k=k))
     keep = weight > 0  # rows of weight 0 are absent
     return float(precision_at_k_from_counts(counts_at_thresholds(positive[keep], y_score[keep], weight[keep]), k))
 

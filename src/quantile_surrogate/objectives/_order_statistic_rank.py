@@ -17,13 +17,14 @@ from scipy.stats import binom
 
 from .._utils.checks import check_number, check_target
 
-__all__ = ["DELTA_MESSAGE", "TOO_FEW_MESSAGE", "check_delta", "checked_rank", "guaranteed_rank",
+__all__ = ["DELTA_MESSAGE", "N_TYPE_MESSAGE", "TOO_FEW_MESSAGE", "check_delta", "checked_rank", "guaranteed_rank",
            "min_calibration_size", "rank"]
 
 DELTA_MESSAGE = (
     "`delta` must be strictly between 0 and 1; got {value!r}. It is the allowed failure "
     "probability: delta=0.05 gives the guarantee with probability 0.95."
 )
+N_TYPE_MESSAGE = "`n` must be an int; got {type_name}."
 TOO_FEW_MESSAGE = (
     "Guaranteeing {what} with probability {confidence:g} needs at least {needed} held-out "
     "{rows}; got {got}. Hold out more {rows}, or relax `target` or `delta`."
@@ -184,7 +185,7 @@ def guaranteed_rank(n: int, tail: float, delta: float = 0.05) -> int:
     2
     """
     if isinstance(n, bool) or not isinstance(n, Integral):
-        raise TypeError(f"`n` must be an int; got {type(n).__name__}.")
+        raise TypeError(N_TYPE_MESSAGE.format(type_name=type(n).__name__))
     tail = check_target(tail, "tail")
     delta = check_delta(delta)
     return checked_rank(int(n), tail, delta, f"a rank with tail {tail:g}", "rows")

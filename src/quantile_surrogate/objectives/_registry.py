@@ -141,6 +141,7 @@ OBJECTIVES = {objective.name: objective for objective in (
 )}
 
 UNKNOWN_OBJECTIVE_MESSAGE = "`objective` must be one of {names}; got {value!r}."
+OBJECTIVE_TYPE_MESSAGE = "`objective` must be a string such as 'precision_at_recall'; got {type_name}."
 
 
 def get_objective(name) -> Objective:
@@ -171,7 +172,7 @@ def get_objective(name) -> Objective:
     if isinstance(name, Objective):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"`objective` must be a string such as 'precision_at_recall'; got {type(name).__name__}.")
+        raise TypeError(OBJECTIVE_TYPE_MESSAGE.format(type_name=type(name).__name__))
     try:
         return OBJECTIVES[name]
     except KeyError:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._utils.checks import check_integer
+from ..metrics._checks import SCORES_NONFINITE_MESSAGE
 from ..metrics._counting import OBJECTIVE_REDUCES, cumulative_counts, sort_rows
 from ._registry import get_objective
 
@@ -38,6 +39,14 @@ __all__ = ["bootstrap_metrics", "REPORTED_METRICS"]
 #: positive rate at ``score > 0``); the fourth row is the objective's metric.
 REPORTED_METRICS = ("precision at the deployed threshold", "recall at the deployed threshold",
                     "predicted positive rate at the deployed threshold")
+
+ARRAYS_MESSAGE = (
+    "`positive` and `score` must be 1-D, non-empty and of one length; got shapes {positive_shape} and {score_shape}."
+)
+NO_COUNTING_RULE_MESSAGE = (
+    "The bootstrap has no counting rule for objective {objective!r}; add its reduce to "
+    "quantile_surrogate.metrics._counting.OBJECTIVE_REDUCES."
+)
 
 MAX_CELLS = 2_000_000
 """Resamples are drawn in chunks of at most this many (resample, row) cells, which bounds memory."""
@@ -76,10 +85,9 @@ class SortedScores:
         positive = np.asarray(positive, dtype=bool)
         score = np.asarray(score, dtype=np.float64)
         if positive.shape != score.shape or positive.ndim != 1 or positive.size == 0:
-            raise ValueError(f"`positive` and `score` must be 1-D, non-empty and of one length; got shapes "
-                             f"{positive.shape} and {score.shape}.")
+            raise ValueError(ARRAYS_MESSAGE.format(positive_shape=positive.shape, score_shape=score.shape))
         if not np.isfinite(score).all():
-            raise ValueError("`score` contains NaN or inf.")
+            raise ValueError(SCORES_NONFINITE_MESSAGE.format(name="score"))
         order, self.last = sort_rows(score)
         self.order, self.score, self.positive = order, score[order], positive[order]
         self.flagged = self.score > 0
@@ -90,8 +98,7 @@ def _count_metric(objective):
     try:
         return OBJECTIVE_REDUCES[spec.name]
     except KeyError:
-        raise ValueError(f"The bootstrap has no counting rule for objective {spec.name!r}; add its reduce to "
-                         "quantile_surrogate.metrics._counting.OBJECTIVE_REDUCES.") from None
+        raise ValueError(NO_COUNTING_RULE_MESSAGE.format(objective=spec.name)) from None
 
 
 def metrics_from_counts(data: SortedScores, counts, objective, target: float) -> np.ndarray:

@@ -22,6 +22,8 @@ from .thresholds import group_constraint_thresholds
 
 __all__ = ["objective_loss", "objective_metric", "predict_scores"]
 
+UNDEFINED_RATE_MESSAGE = "Undefined {why}; returning NaN."
+
 
 def objective_loss(scores, labels, *, objective, target, threshold_scores=None, form="fp",
                    quantile="kernel", bandwidth=0.05, surrogate="logistic", validate_args=False,
@@ -183,7 +185,7 @@ def _weighted_rate(hits: np.ndarray, weight: np.ndarray, why: str) -> float:
     has no weight, never a silent 0."""
     total = weight.sum()
     if not total > 0:
-        warnings.warn(f"Undefined {why}; returning NaN.", UndefinedMetricWarning, stacklevel=3)
+        warnings.warn(UNDEFINED_RATE_MESSAGE.format(why=why), UndefinedMetricWarning, stacklevel=3)
         return math.nan
     return float(weight[hits].sum() / total)
 

@@ -33,6 +33,8 @@ TIED_SCORES_MESSAGE = (
     "where target={target:g} asks for {bound} {wanted}; the rows tied at the threshold cannot be split by a "
     "threshold. {policy}"
 )
+EMPTY_CONSTRAINT_MESSAGE = "The subset that sets the threshold for {objective!r} has no rows{weighted}."
+GROUP_ERROR_MESSAGE = "Group {name!r}: {error} Each group needs a row of A ({subset})."
 TIE_POLICY = {
     "at_least": "The floor is kept (never fewer); more distinct scores (more features) reduce the overshoot.",
     "at_most": "The ceiling is kept (never more); more distinct scores (more features) reduce the shortfall.",
@@ -166,8 +168,8 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     order = np.argsort(-scores[in_subset], kind="stable")
     subset_scores, cumulative = scores[in_subset][order], np.cumsum(weight[in_subset][order])
     if subset_scores.size == 0:
-        raise ValueError(f"The subset that sets the threshold for {objective!r} has no rows"
-                         + ("." if sample_weight is None else " of positive `sample_weight`."))
+        raise ValueError(EMPTY_CONSTRAINT_MESSAGE.format(
+            objective=objective, weighted="" if sample_weight is None else " of positive `sample_weight`"))
     total = float(cumulative[-1])
     k = allowed_count(spec, total, target)
     slack = 1e-9 * total  # cumulative weights are sums of floats
@@ -301,6 +303,6 @@ def group_constraint_thresholds(scores, labels, groups, *, objective: str, targe
                                                  **extra)
         except ValueError as error:
             name = g if names is None else names[g]
-            raise ValueError(f"Group {name!r}: {error} Each group needs a row of A "
-                             f"({get_objective(objective).subset}).") from error
+            raise ValueError(GROUP_ERROR_MESSAGE.format(name=name, error=error,
+                                                        subset=get_objective(objective).subset)) from error
     return thresholds

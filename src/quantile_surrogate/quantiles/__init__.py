@@ -58,6 +58,17 @@ __all__ = [
     "QUANTILE_ESTIMATORS",
 ]
 
+#: ``TypeError`` of :func:`resolve_quantile` for a ``quantile=`` that is neither a name nor callable.
+ESTIMATOR_TYPE_MESSAGE = (
+    "`quantile` must be an estimator name such as 'kernel' or a callable f(scores, level); got {type_name}."
+)
+#: ``ValueError`` of :func:`quantile_estimates` (and the losses) for row weights with a callable ``quantile=``.
+WEIGHTED_CALLABLE_MESSAGE = (
+    "Row weights need a named quantile estimator; a callable `quantile` cannot take "
+    "`weight=`. Pass quantile='kernel' (or another name) or drop the weights."
+)
+
+
 def _interval_around(scores, level, bandwidth, *, weight=None, validate_args=True):
     # As a loss's estimator the interval is centred on the level, with half-width h.
     return interval_quantile(
@@ -112,7 +123,7 @@ def resolve_quantile(quantile, bandwidth: float = 0.05) -> Callable[[torch.Tenso
     if callable(quantile):
         return quantile
     if not isinstance(quantile, str):
-        raise TypeError(f"`quantile` must be an estimator name or a callable; got {type(quantile).__name__}.")
+        raise TypeError(ESTIMATOR_TYPE_MESSAGE.format(type_name=type(quantile).__name__))
     check_option(quantile, QUANTILE_ESTIMATORS, "quantile")
     estimator = QUANTILE_ESTIMATORS[quantile]
 
@@ -157,8 +168,7 @@ def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], 
     """
     if weight is not None:
         if not isinstance(quantile, str):
-            raise ValueError("Row weights need a named quantile estimator; a callable `quantile` cannot take "
-                             "`weight=`. Pass quantile='kernel' (or another name) or drop the weights.")
+            raise ValueError(WEIGHTED_CALLABLE_MESSAGE)
         return weighted_estimates(quantile, scores, weight, levels, bandwidth, subset)
     if isinstance(quantile, str) and quantile in SELECTION_ESTIMATORS:
         return selection_estimates(quantile, scores, levels, bandwidth, subset)

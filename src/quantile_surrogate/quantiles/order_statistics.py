@@ -18,6 +18,8 @@ from ._weighted import weighted_estimates
 
 __all__ = ["point_quantile", "lower_mean_quantile", "interval_quantile"]
 
+INTERVAL_ORDER_MESSAGE = "`low` must be smaller than `high`; got low={low}, high={high}."
+
 
 def point_quantile(scores: torch.Tensor, level: float, *, weight: torch.Tensor | None = None,
         validate_args: bool = True) -> torch.Tensor:
@@ -233,7 +235,7 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, weight: 
         low = check_level(low, "low")
         high = check_level(high, "high")
         if not low < high:
-            raise ValueError(f"`low` must be smaller than `high`; got low={low}, high={high}.")
+            raise ValueError(INTERVAL_ORDER_MESSAGE.format(low=low, high=high))
     if weight is not None:
         if validate_args:
             check_weight_tensor(weight, scores.numel())

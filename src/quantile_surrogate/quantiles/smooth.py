@@ -27,6 +27,11 @@ from .kernels import KERNELS
 
 __all__ = ["kernel_quantile", "harrell_davis_quantile", "kernel_weights"]
 
+NOT_ASCENDING_MESSAGE = (
+    "`sorted_scores` must be in ascending order (the ranks i* are positions in the sorted "
+    "scores); pass torch.sort(scores).values."
+)
+
 
 def kernel_weights(
     sorted_scores: torch.Tensor, level: float, bandwidth: float, kernel: str = "gaussian"
@@ -92,8 +97,7 @@ def kernel_weights(
     level, bandwidth = check_level(level), check_bandwidth(bandwidth)
     check_option(kernel, KERNELS, "kernel")
     if sorted_scores.numel() > 1 and not bool((sorted_scores[1:] >= sorted_scores[:-1]).all()):
-        raise ValueError("`sorted_scores` must be in ascending order (the ranks i* are positions in the sorted "
-                         "scores); pass torch.sort(scores).values.")
+        raise ValueError(NOT_ASCENDING_MESSAGE)
     n = sorted_scores.numel()
     ranks = tied_ranks(sorted_scores).to(compute_dtype(sorted_scores.dtype))
     return normalised_weights(ranks, n, (level,), bandwidth, kernel, (floor_rank(n, level) - 1,))[0]

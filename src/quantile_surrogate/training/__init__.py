@@ -58,6 +58,25 @@ __all__ = [
 #: as ``model``, as they are (to continue or refit a model).
 INITS = ("random", "logistic", "mixed", "model")
 
+LOADER_WEIGHT_MESSAGE = (
+    "`sample_weight` needs tensor data (X, y); a loader cannot take it. Put the weights into the loss yourself, "
+    "or pass X and y as tensors."
+)
+CHECKPOINT_WEIGHT_MESSAGE = (
+    "`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data fingerprint does not cover "
+    "the weights); drop one of them."
+)
+NO_SUBSET_MESSAGE = "`y` has no row of the subset A ({subset}) for {objective!r}; training needs at least one."
+SELECT_VALIDATION_MESSAGE = "`select='validation'` needs `validation=(X_val, y_val)`."
+VALIDATION_WEIGHT_MESSAGE = "`validation_weight` weights the rows of `validation`; pass `validation=` too."
+VALIDATION_FORM_MESSAGE = "`validation` must be (X_val, y_val); {fix}"
+VALIDATION_GROUPS_FIX = "with `groups`, (X_val, y_val, groups_val)."
+VALIDATION_NO_GROUPS_FIX = "pass validation groups only together with `groups=`."
+VALIDATION_ONE_CLASS_MESSAGE = (
+    "`validation[1]` holds {held}; the validation metric of {objective!r} needs positive and negative rows. "
+    "Split the data stratified (e.g. sklearn.model_selection.train_test_split(..., stratify=y))."
+)
+
 
 def train(
     model,
@@ -331,8 +350,7 @@ def _checked_data(X, y, groups, sample_weight, validation, validation_weight, se
     """
     loader = is_loader(X, y)
     if sample_weight is not None and loader:
-        raise ValueError("`sample_weight` needs tensor data (X, y); a loader cannot take it. Put the weights "
-                         "into the loss yourself, or pass X and y as tensors.")
+        raise ValueError(LOADER_WEIGHT_MESSAGE)
     if loader:
         check_loader_options(settings, groups, checkpoint)
         data = check_loader(X, settings.objective)
@@ -341,8 +359,7 @@ def _checked_data(X, y, groups, sample_weight, validation, validation_weight, se
     validation = _validation_data(validation, validation_weight, groups is not None, settings)
     if sample_weight is not None:
         if checkpoint is not None:
-            raise ValueError("`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data "
-                             "fingerprint does not cover the weights); drop one of them.")
+            raise ValueError(CHECKPOINT_WEIGHT_MESSAGE)
         data = dataclasses.replace(data, weight=_weight_column(sample_weight, data))
     return (LoaderSteps if loader else EpochSteps)(settings, data), validation
 
@@ -359,8 +376,7 @@ def _training_data(X, y, groups, objective: str, names=("X", "y", "groups"), req
     in_subset = subset_mask(labels, objective)
     spec = get_objective(objective)
     if require_subset and not bool(in_subset.any()):
-        raise ValueError(f"`y` has no row of the subset A ({spec.subset}) for {objective!r}; "
-                         "training needs at least one.")
+        raise ValueError(NO_SUBSET_MESSAGE.format(subset=spec.subset, objective=objective))
     if groups is not None:
         groups = check_group_codes(groups, in_subset, subset=spec.subset, objective=objective, name=names[2])
     return TrainingData(X, labels, in_subset, groups)
@@ -370,22 +386,18 @@ def _validation_data(validation, weight, grouped: bool, settings: TrainingSettin
     """The checked validation rows (None without ``validation``), with ``validation_weight`` as their weight column."""
     if validation is None:
         if settings.select == "validation":
-            raise ValueError("`select='validation'` needs `validation=(X_val, y_val)`.")
+            raise ValueError(SELECT_VALIDATION_MESSAGE)
         if weight is not None:
-            raise ValueError("`validation_weight` weights the rows of `validation`; pass `validation=` too.")
+            raise ValueError(VALIDATION_WEIGHT_MESSAGE)
         return None
     objective = settings.objective
     validation = tuple(validation)
     if len(validation) != (3 if grouped else 2):
-        raise ValueError("`validation` must be (X_val, y_val)" + (
-            "; with `groups`, (X_val, y_val, groups_val)." if grouped else
-            "; pass validation groups only together with `groups=`."))
+        raise ValueError(VALIDATION_FORM_MESSAGE.format(fix=VALIDATION_GROUPS_FIX if grouped else VALIDATION_NO_GROUPS_FIX))
     groups = validation[2] if grouped else None
     data = _training_data(validation[0], validation[1], groups, objective,
                           ("validation[0]", "validation[1]", "validation[2]"), require_subset=False)
     if bool(data.labels.all()) or not bool(data.labels.any()):  # the metric would be 0/0 at every epoch
         held = f"one class only ({int(data.labels[0])})" if data.labels.numel() else "no rows"
-        raise ValueError(f"`validation[1]` holds {held}; the validation metric of {objective!r} needs positive "
-                         "and negative rows. Split the data stratified "
-                         "(e.g. sklearn.model_selection.train_test_split(..., stratify=y)).")
+        raise ValueError(VALIDATION_ONE_CLASS_MESSAGE.format(held=held, objective=objective))
     return data if weight is None else dataclasses.replace(data, weight=_weight_column(weight, data))

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .early_stopping import EarlyStopping
-from .models import decayed_parameters, fit_logistic, reset_parameters
+from .models import NOT_A_MODULE_MESSAGE, decayed_parameters, fit_logistic, reset_parameters
 from .._utils.errors import TrainingDivergedError
 from .._utils.seeding import clone_state, draw_seed, restart_seeds, seed_torch
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
@@ -31,6 +31,8 @@ from ..metrics._held_out import held_out_metric
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 
 __all__ = ["TrainingLoop", "draw_seed", "restart_seeds"]
+
+MODEL_SHAPE_MESSAGE = "`model` must map (n, d) inputs to (n,) or (n, 1) scores; got shape {shape} for n={n}."
 
 
 class TrainingLoop:
@@ -59,7 +61,7 @@ class TrainingLoop:
         else:
             model = self.template()
             if not isinstance(model, nn.Module):
-                raise TypeError(f"`model` must return a torch.nn.Module; it returned {type(model).__name__}.")
+                raise TypeError(NOT_A_MODULE_MESSAGE.format(name="model", type_name=type(model).__name__))
         return model.to(device=self.data.device, dtype=self.data.dtype)
 
     def new_optimizer(self, model: nn.Module) -> torch.optim.SGD:
@@ -111,7 +113,7 @@ class TrainingLoop:
             probe = self.new_model().eval()
             shape = tuple(probe(sample).shape)
         if shape not in ((n,), (n, 1)):
-            raise ValueError(f"`model` must map (n, d) inputs to (n,) or (n, 1) scores; got shape {shape} for n=2.")
+            raise ValueError(MODEL_SHAPE_MESSAGE.format(shape=shape, n=n))
         return probe
 
     def initial_state(self, random_state, checkpoint, architecture: str) -> LoopState:

@@ -21,6 +21,8 @@ from .early_stopping import EarlyStopping
 
 __all__ = ["TrainingSettings", "TrainingData", "TrainResult", "RunState", "Candidate", "LoopState"]
 
+FIELDS_MESSAGE = "a {record} needs the fields {names}; got {got}"
+
 
 @dataclass(frozen=True)
 class TrainingSettings:
@@ -173,7 +175,7 @@ def _exact_fields(cls, state) -> dict:
     names = {f.name for f in fields(cls)}
     if not isinstance(state, dict) or set(state) != names:
         got = sorted(state) if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"a {cls.__name__} needs the fields {sorted(names)}; got {got}")
+        raise ValueError(FIELDS_MESSAGE.format(record=cls.__name__, names=sorted(names), got=got))
     return state
 
 

@@ -32,6 +32,8 @@ from ..objectives import get_objective, objective_loss, training_loss
 
 __all__ = ["Batch", "EpochSteps"]
 
+NO_BATCH_MESSAGE = "The training data gave no batch in an epoch; pass at least one row."
+
 
 class Batch(NamedTuple):
     """One step's rows and, when ``A_b`` is not the batch's own rows of ``A``, its separate minibatch of ``A``.
@@ -165,7 +167,7 @@ class EpochSteps:
             if last is not None:
                 threshold = last
         if count == 0:
-            raise ValueError("The training data gave no batch in an epoch; pass at least one row.")
+            raise ValueError(NO_BATCH_MESSAGE)
         return float(total) / count, _as_floats(threshold)
 
     def step(self, model, optimizer, batch: Batch):

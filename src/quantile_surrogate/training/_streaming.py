@@ -41,6 +41,16 @@ BATCH_MESSAGE = (
 UNSUPPORTED_MESSAGE = (
     "`{name}={value!r}` is not supported when `X` is a DataLoader or iterable of batches: {why}."
 )
+BATCH_MISMATCH_MESSAGE = (
+    "Batch {b} of `X` differs from batch 0 in its features, device, dtype or form (with or without a separate "
+    "minibatch of A); every batch must match."
+)
+SUBSET_BATCH_MESSAGE = (
+    "The separate minibatch of batch {b} must hold rows of A ({subset}) for {objective!r} with X_b's features; "
+    "build SubsetBatchSampler with objective={objective!r}."
+)
+NO_ROWS_MESSAGE = "`X` gave no batch (or only empty ones); it needs at least one row."
+LOADER_NO_SUBSET_MESSAGE = "The batches of `X` have no row of the subset A ({subset}) for {objective!r}."
 
 
 def is_loader(X, y) -> bool:
@@ -110,21 +120,18 @@ def check_loader(loader, objective: str) -> LoaderData:
             if first is None:
                 first = (X_b.shape[1], X_b.device, X_b.dtype, X_a is not None, X_b[:2].clone())
             if (X_b.shape[1], X_b.device, X_b.dtype, X_a is not None) != first[:4]:
-                raise ValueError(f"Batch {b} of `X` differs from batch 0 in its features, device, dtype or form "
-                                 f"(with or without a separate minibatch of A); every batch must match.")
+                raise ValueError(BATCH_MISMATCH_MESSAGE.format(b=b))
             if X_a is not None:
                 subset_labels = check_training_data(X_a, y_a, f"batch {b} X_a", f"batch {b} y_a")
                 if X_a.shape[1:] != X_b.shape[1:] or not bool(subset_mask(subset_labels, objective).all()):
-                    raise ValueError(f"The separate minibatch of batch {b} must hold rows of A ({spec.subset}) "
-                                     f"for {objective!r} with X_b's features; build SubsetBatchSampler with "
-                                     f"objective={objective!r}.")
+                    raise ValueError(SUBSET_BATCH_MESSAGE.format(b=b, subset=spec.subset, objective=objective))
                 has_subset = has_subset or X_a.shape[0] > 0
             has_subset = has_subset or bool(subset_mask(labels, objective).any())
             n += X_b.shape[0]
     if first is None or n == 0:
-        raise ValueError("`X` gave no batch (or only empty ones); it needs at least one row.")
+        raise ValueError(NO_ROWS_MESSAGE)
     if not has_subset:
-        raise ValueError(f"The batches of `X` have no row of the subset A ({spec.subset}) for {objective!r}.")
+        raise ValueError(LOADER_NO_SUBSET_MESSAGE.format(subset=spec.subset, objective=objective))
     return LoaderData(loader, n, first[0], first[1], first[2], first[4], first[3])
 
 

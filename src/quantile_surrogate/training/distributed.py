@@ -37,7 +37,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .. import losses
-from .._utils.checks import check_reduction
+from .._utils.checks import NOT_1D_MESSAGE, NOT_TENSOR_MESSAGE, check_reduction
 from ..losses import QuantileLossOutput
 from ..objectives import OBJECTIVES, Objective
 
@@ -118,7 +118,7 @@ def all_gather_scores(local: torch.Tensor, group=None) -> torch.Tensor:
     tensor([ 0.5000, -1.0000])
     """
     if local.ndim != 1:
-        raise ValueError(f"`local` must be 1-D; got shape {tuple(local.shape)}. Flatten it with .reshape(-1).")
+        raise ValueError(NOT_1D_MESSAGE.format(name="local", shape=tuple(local.shape)))
     if world_size(group) == 1:
         return local
     count = torch.tensor([local.numel()], dtype=torch.int64, device=local.device)
@@ -130,6 +130,9 @@ def all_gather_scores(local: torch.Tensor, group=None) -> torch.Tensor:
     return _AllGatherScores.apply(local, sizes, group)
 
 
+SUBSET_NEEDED_MESSAGE = "Pass `subset=` (a bool row mask of A on this rank, or a name) or `threshold_scores=`."
+
+
 class _Rows(NamedTuple):
     subset: Callable  # (positive, kwargs) -> bool mask of A in this batch
     penalized: Callable  # (positive, kwargs) -> bool mask of the penalised rows
@@ -138,7 +141,7 @@ class _Rows(NamedTuple):
 def _rate_subset(positive, kwargs):
     subset = kwargs.get("subset")
     if subset is None:
-        raise ValueError("Pass `subset=` (a bool row mask of A on this rank, or a name) or `threshold_scores=`.")
+        raise ValueError(SUBSET_NEEDED_MESSAGE)
     if isinstance(subset, str):  # "positives", "negatives" or "all", as rate_constrained_loss takes it
         return {"positives": positive, "negatives": ~positive, "all": positive | ~positive}[subset]
     return subset
@@ -167,6 +170,8 @@ UNSUPPORTED_LOSS_MESSAGE = (
     "`loss_fn` must be one of the losses in quantile_surrogate.losses ({names}); got {got!r}. "
     "Wrap a custom loss by gathering its threshold scores with all_gather_scores."
 )
+GROUPS_UNSUPPORTED_MESSAGE = "`groups=` is not supported by distributed_loss; gather per group instead."
+NOT_A_LOSS_MODULE_MESSAGE = "`loss` must be a loss module of quantile_surrogate.losses.modules; got {type_name}."
 
 
 def distributed_loss(
@@ -266,9 +271,9 @@ def distributed_loss(
         raise TypeError(UNSUPPORTED_LOSS_MESSAGE.format(names=names, got=loss_fn))
     check_reduction(reduction)
     if not isinstance(labels, torch.Tensor):
-        raise TypeError(f"`labels` must be a torch.Tensor; got {type(labels).__name__}.")
+        raise TypeError(NOT_TENSOR_MESSAGE.format(name="labels", type_name=type(labels).__name__))
     if kwargs.get("groups") is not None:
-        raise ValueError("`groups=` is not supported by distributed_loss; gather per group instead.")
+        raise ValueError(GROUPS_UNSUPPORTED_MESSAGE)
     positive = labels if labels.dtype == torch.bool else labels == 1
     if threshold_scores is None:
         threshold_scores = scores[rows.subset(positive, kwargs)]
@@ -330,7 +335,7 @@ class DistributedQuantileLoss(nn.Module):
     def __init__(self, loss: nn.Module, *, average_gradients: bool = True, group=None):
         super().__init__()
         if getattr(type(loss), "_function", None) not in LOSS_ROWS:
-            raise TypeError(f"`loss` must be a loss module of quantile_surrogate.losses.modules; got {type(loss).__name__}.")
+            raise TypeError(NOT_A_LOSS_MODULE_MESSAGE.format(type_name=type(loss).__name__))
         self.loss = loss
         self.average_gradients = average_gradients
         self.group = group

@@ -15,11 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._utils.checks import OPTION_MESSAGE
+
 __all__ = ["ACTIVATIONS", "linear_scorer", "mlp_scorer", "build_scorer", "reset_parameters", "fit_logistic"]
 
 #: Values of ``activation=`` of :func:`mlp_scorer`: name -> the ``torch.nn`` module class put
 #: between layers ("logistic" is the sigmoid, as in scikit-learn's ``MLPClassifier``).
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
+NOT_A_MODULE_MESSAGE = "`{name}` must return a torch.nn.Module; it returned {type_name}."
 
 
 def linear_scorer(n_features: int) -> nn.Module:
@@ -81,7 +84,7 @@ def mlp_scorer(n_features: int, hidden_layer_sizes: Sequence[int], activation: s
     ['Linear', 'Tanh', 'Linear', 'Tanh', 'Linear']
     """
     if activation not in ACTIVATIONS:
-        raise ValueError(f"`activation` must be one of {sorted(ACTIVATIONS)}; got {activation!r}.")
+        raise ValueError(OPTION_MESSAGE.format(name="activation", options=sorted(ACTIVATIONS), value=activation))
     layers: list[nn.Module] = []
     width = n_features
     for size in hidden_layer_sizes:
@@ -126,9 +129,7 @@ def build_scorer(n_features: int, hidden_layer_sizes: Sequence[int] = (), module
     if module_factory is not None:
         model = module_factory(n_features)
         if not isinstance(model, nn.Module):
-            raise TypeError(
-                f"`module_factory` must return a torch.nn.Module; it returned {type(model).__name__}."
-            )
+            raise TypeError(NOT_A_MODULE_MESSAGE.format(name="module_factory", type_name=type(model).__name__))
         return model
     if len(hidden_layer_sizes) == 0:
         return linear_scorer(n_features)

@@ -34,6 +34,10 @@ __all__ = ["MIN_GROUP_SUBSET_ROWS", "SubsetBatchSampler", "epoch_batches", "grou
 #: from a handful of rows would be mostly noise (:func:`group_shares`).
 MIN_GROUP_SUBSET_ROWS = 64
 
+SAMPLER_NO_SUBSET_MESSAGE = (
+    "`labels` has no row of the subset A ({subset}) for {objective!r}; the separate minibatch of A would be empty."
+)
+
 
 def group_shares(group_sizes, subset_size: int) -> list[int]:
     r"""Rows of each group in a minibatch of ``subset_size`` rows of ``A``.
@@ -255,8 +259,7 @@ class SubsetBatchSampler(Sampler):
         self.target = None if target is None else check_target(target, "target")
         in_subset = subset_mask(labels, objective)
         if not bool(in_subset.any()):
-            raise ValueError(f"`labels` has no row of the subset A ({get_objective(objective).subset}) for "
-                             f"{objective!r}; the separate minibatch of A would be empty.")
+            raise ValueError(SAMPLER_NO_SUBSET_MESSAGE.format(subset=get_objective(objective).subset, objective=objective))
         self.n = labels.numel()
         self.subset_index = torch.nonzero(in_subset).reshape(-1)
         self.subset_groups = None

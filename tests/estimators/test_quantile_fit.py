@@ -1,0 +1,126 @@
+"""quantile_surrogate.estimators._quantile_fit: the steps of QuantileClassifier.fit.
+
+The settings each step derives (batch size, folds, early stopping), the selection paths (validation
+split, K-fold cross-fitting, refit on every row), the seed drawn for a checkpoint, the linear
+coefficients in the original units, and the checks of the settings made in fit.
+"""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_classification
+
+from quantile_surrogate import QuantileClassifier
+from quantile_surrogate.estimators._quantile_fit import AUTO_FULL_BATCH_ROWS, AUTO_VALIDATION_ROWS
+from tests.estimators._data import QUICK, blobs
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("n_rows,batch_size",
+                         [(1, None), (AUTO_FULL_BATCH_ROWS, None), (AUTO_FULL_BATCH_ROWS + 1, 1000)])
+def test_auto_batch_size_is_full_batch_up_to_the_limit_then_minibatches_of_1000(n_rows, batch_size):
+    clf = QuantileClassifier(batch_size="auto", random_state=0)
+    settings = clf._train_settings(seed=3, n_rows=n_rows)
+    assert settings["batch_size"] == batch_size
+    assert settings["random_state"] == 3 and settings["target"] == 0.95  # the objective's default target
+    assert QuantileClassifier(batch_size=64)._train_settings(seed=3, n_rows=n_rows)["batch_size"] == 64
+
+
+def test_k_fold_selection_applies_only_to_small_ungrouped_data_with_enough_rows_per_fold():
+    clf = QuantileClassifier(selection_folds=3)
+    y = np.r_[np.zeros(100, dtype=np.int64), np.ones(12, dtype=np.int64)]  # 12 positives = 4 per fold
+    assert clf._cross_fit_folds(y, None) == 3
+    assert clf._cross_fit_folds(y[:-1], None) is None  # 11 positives: fewer than 4 in some fold
+    assert clf._cross_fit_folds(y, np.zeros(len(y), dtype=np.int64)) is None  # groups: a validation split
+    assert QuantileClassifier(early_stopping=False)._cross_fit_folds(y, None) is None
+    assert QuantileClassifier(checkpoint="x.pt")._cross_fit_folds(y, None) is None
+    large = np.r_[np.zeros(AUTO_VALIDATION_ROWS, dtype=np.int64), np.ones(12, dtype=np.int64)]
+    assert clf._cross_fit_folds(large, None) is None
+    assert clf._early_stopping(AUTO_VALIDATION_ROWS + 1) and not clf._early_stopping(AUTO_VALIDATION_ROWS)
+
+
+def test_refit_trains_the_selected_start_on_every_row():
+    X, y = blobs(n=300)
+    held_out = QuantileClassifier(max_epochs=20, early_stopping=True, random_state=0).fit(X, y)
+    refitted = QuantileClassifier(max_epochs=20, early_stopping=True, refit=True, random_state=0).fit(X, y)
+    assert held_out.best_epoch_ == refitted.best_epoch_  # the same selection ...
+    assert not np.array_equal(held_out.coef_, refitted.coef_)  # ... then trained on more rows
+    assert len(refitted.loss_curve_) == refitted.best_epoch_
+    assert (refitted.predict(X)[y == 1] == 1).mean() >= 0.95
+
+
+def test_auto_early_stopping_holds_out_rows_only_on_large_data():
+    rng = np.random.default_rng(0)
+    y = (rng.random(10_500) < 0.2).astype(np.int64)
+    X = rng.standard_normal((10_500, 2)) + y[:, None]
+    large = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0).fit(X, y)
+    assert large.validation_curve_ is not None and large.best_epoch_ is not None
+    small = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0).fit(X[:500], y[:500])
+    # Small data: no validation split; K-fold cross-fitting picks the epochs, then every row trains that long.
+    assert small.validation_curve_ is None and small.selection_ is not None
+    assert small.n_iter_ == small.selection_["epochs_"] == len(small.loss_curve_)
+    paper = QuantileClassifier(max_epochs=2, n_restarts=1, random_state=0, early_stopping=False).fit(X[:500], y[:500])
+    assert paper.validation_curve_ is None and paper.selection_ is None and paper.n_iter_ == 2  # every epoch, every row
+
+
+def test_k_fold_selection_keeps_the_best_held_out_candidate():
+    X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], random_state=3)
+    clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
+    sel = clf.selection_
+    assert sel["fold_metric"].shape == (3, clf.n_restarts, len(sel["epochs"]))
+    assert np.isnan(sel["mean_metric"][1:, 0]).all()  # a random start is no candidate; the logistic start is
+    np.testing.assert_allclose(sel["mean_gain"], sel["mean_metric"] - sel["mean_metric"][0, 0])
+    eligible = sel["mean_gain"] > sel["bar"]
+    chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))
+    if eligible.any():  # the largest gain among those above their bar
+        assert eligible[chosen] and sel["mean_gain"][chosen] == np.max(sel["mean_gain"][eligible])
+    else:
+        assert chosen == (0, 0)
+    # With selection_se=0 the rule is the best held-out mean (ties keep the start): the rule before.
+    plain = QuantileClassifier(target=0.9, max_epochs=20, selection_se=0.0, random_state=0).fit(X, y).selection_
+    best = np.nanmax(plain["mean_metric"])
+    assert plain["mean_metric"][plain["restart"], list(plain["epochs"]).index(plain["epochs_"])] == best
+
+
+def test_k_fold_selection_keeps_the_logistic_start_on_a_tie():
+    # Well separated classes: every candidate reaches precision 1.0 on the held-out folds, a tie.
+    X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], class_sep=4.0, random_state=3)
+    clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
+    sel = clf.selection_
+    tied = sel["mean_metric"] == np.nanmax(sel["mean_metric"])
+    assert sel["mean_metric"][0, 0] == 1.0 and tied.sum() > 1
+    assert np.nanmin(np.where(tied, sel["mean_loss"], np.nan)) < sel["mean_loss"][0, 0]  # a loss tie-break would train
+    assert (sel["restart"], sel["epochs_"], sel["start"]) == (0, 0, "logistic")
+    assert clf.best_epoch_ == sel["epochs_"] and len(clf.loss_curve_) == sel["epochs_"]
+    assert QuantileClassifier(early_stopping=False, max_epochs=2).fit(X, y).selection_ is None
+
+
+def test_linear_attributes_reproduce_the_decision_function():
+    X, y = blobs()
+    X = X * [1.0, 10.0, 0.1, 100.0] + [0.0, 5.0, -3.0, 1.0]  # standardisation must be undone in coef_
+    clf = QuantileClassifier(early_stopping=False, **QUICK).fit(X, y)
+    assert clf.coef_.shape == (1, 4) and clf.intercept_.shape == (1,)
+    np.testing.assert_allclose(X @ clf.coef_.ravel() + clf.intercept_[0], clf.decision_function(X), atol=1e-9)
+    assert clf.n_features_in_ == 4 and clf.n_iter_ == len(clf.loss_curve_) >= 1
+
+
+@pytest.mark.parametrize("params,name", [
+    (dict(hidden_layer_sizes=(4, 0)), "hidden_layer_sizes"), (dict(device="gpu0"), "device"),
+    (dict(module_factory=lambda d: "not a module"), "module_factory"),
+])
+def test_bad_values_caught_in_fit(params, name):
+    X, y = blobs(n=40)
+    with pytest.raises((ValueError, TypeError), match=name):
+        QuantileClassifier(**{**QUICK, **params}).fit(X, y)
+
+
+def test_checkpoint_resumes_without_a_random_state(tmp_path):
+    # With random_state=None a resumed fit used to draw a new seed and fail on the fingerprint.
+    X, y = blobs()
+    path = tmp_path / "clf.pt"
+    settings = {**QUICK, "random_state": None}
+    first = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
+    second = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
+    np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
+
