@@ -218,3 +218,19 @@ def test_a_write_removes_temporaries_left_by_a_killed_process(tmp_path):
     unrelated.write_text("half")
     _files.atomic_write(tmp_path / "out.csv", lambda p: p.write_text("a\n"))
     assert sorted(p.name for p in tmp_path.iterdir()) == [unrelated.name, "out.csv"]
+
+
+def test_an_interrupt_just_after_the_temporary_is_created_leaves_no_temporary(tmp_path, monkeypatch):
+    # Ctrl-C or SIGTERM can land between the creation of the temporary file and any bookkeeping after
+    # it; the name is registered before the file exists, so the cleanup still finds it.
+    real_close = _files.os.close
+
+    def close_then_interrupt(fd):
+        real_close(fd)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_files.os, "close", close_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        _files.atomic_write(tmp_path / "out.csv", lambda p: p.write_text("a\n"))
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []

@@ -9,6 +9,14 @@ import pytest
 
 from quantile_surrogate import metrics
 from quantile_surrogate.baselines import KarAverageSurrogate, prec_at_k_avg_surrogate
+from quantile_surrogate._utils.checks import (
+    BINARY_01,
+    INTEGER_RANGE_MESSAGE,
+    INTEGER_TYPE_MESSAGE,
+    LENGTH_MISMATCH_MESSAGE,
+    NOT_BINARY_MESSAGE,
+)
+from tests._messages import exact, prefix
 from tests.baselines._data import separable
 
 
@@ -59,3 +67,24 @@ def test_kar_drives_the_surrogate_to_zero_on_separable_data():
     assert clf.n_iter_ > 0
     minibatch = KarAverageSurrogate(target=0.05, max_iter=20, batch_size=50, random_state=0).fit(X, y)
     assert minibatch.score(X, y) == 1.0
+
+
+def test_kar_surrogate_refuses_k_outside_one_to_n():
+    scores, positive = np.array([3.0, 2.0, 1.0, 0.0]), np.array([True, False, True, False])
+    with pytest.raises(ValueError, match=exact(INTEGER_RANGE_MESSAGE, name="k", wanted="an integer >= 1", value=0)):
+        prec_at_k_avg_surrogate(scores, positive, 0)
+    with pytest.raises(ValueError, match=exact(INTEGER_RANGE_MESSAGE, name="k", value=5,
+                                               wanted="an integer in [1, 4] (at most the number of rows)")):
+        prec_at_k_avg_surrogate(scores, positive, 5)
+    with pytest.raises(TypeError, match=prefix(INTEGER_TYPE_MESSAGE, name="k", wanted="an integer >= 1")):
+        prec_at_k_avg_surrogate(scores, positive, 1.5)
+    assert prec_at_k_avg_surrogate(scores, positive, 4)[0] == prec_at_k_avg_surrogate(scores, positive, 2)[0]  # min(k, n+)
+
+
+def test_kar_surrogate_refuses_labels_that_are_not_one_binary_label_per_score():
+    scores = np.array([3.0, 2.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match=exact(NOT_BINARY_MESSAGE, name="positive", accepted=BINARY_01,
+                                               values=[-1, 1])):
+        prec_at_k_avg_surrogate(scores, np.array([1, -1, 1, -1]), 1)
+    with pytest.raises(ValueError, match=exact(LENGTH_MISMATCH_MESSAGE, name="positive", got=3, expected=4)):
+        prec_at_k_avg_surrogate(scores, np.array([True, False, True]), 1)

@@ -63,3 +63,20 @@ def test_one_line_parser_reports_a_bad_option_in_one_line_with_exit_status_2(cap
     assert done.value.code == 2
     message = "argument --n: " + _args.INTEGER_AT_LEAST_MESSAGE.format(minimum=2, text="1", example="3")
     assert capsys.readouterr().err == _args.USAGE_ERROR_LINE.format(prog="tool", message=message)
+
+
+def test_int_in_range_accepts_both_ends_and_refuses_the_rest():
+    parse = _args.int_in_range(1, 10, "5")
+    assert parse("1") == 1 and parse("10") == 10
+    for text in ("0", "11", "99999999999999999999", "-1", "2.5", "x"):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=exact(_args.INTEGER_RANGE_MESSAGE, minimum=1, maximum=10, text=text, example="5")):
+            parse(text)
+
+
+def test_seed_is_what_numpy_accepts():
+    assert _args.seed("0") == 0 and _args.seed(str(2**32 - 1)) == 2**32 - 1
+    for text in ("-1", str(2**32)):
+        with pytest.raises(argparse.ArgumentTypeError, match=exact(_args.INTEGER_RANGE_MESSAGE, minimum=0,
+                                                                   maximum=_args.SEED_MAX, text=text, example="0")):
+            _args.seed(text)

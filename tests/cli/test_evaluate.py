@@ -6,10 +6,12 @@ traceback, and no file created, changed or left behind. Output paths: tests/cros
 
 import numpy as np
 import pandas as pd
-from quantile_surrogate.cli import _file_io
+import pytest
+from quantile_surrogate.cli import _args, _file_io
 from quantile_surrogate.cli.model_file import load_model
 
 from tests._cli import make_frame, run
+from tests.cli.conftest import assert_refused
 
 
 def test_evaluate_writes_report_and_plot(fitted, tmp_path, capsys):
@@ -35,3 +37,21 @@ def test_evaluate_writes_report_and_plot(fitted, tmp_path, capsys):
     assert again == out
     assert sorted(p.name for p in out_dir.iterdir()) == ["test_pr_curve.png", "test_report.md"]
 
+
+
+@pytest.mark.parametrize("argv, option, message", [
+    (["--seed", "-1"], "--seed", _args.INTEGER_RANGE_MESSAGE.format(minimum=0, maximum=_args.SEED_MAX, text="-1",
+                                                                    example="0")),
+    (["--bootstrap", "99999999999999999999"], "--bootstrap",
+     _args.INTEGER_RANGE_MESSAGE.format(minimum=1, maximum=_args.BOOTSTRAP_MAX, text="99999999999999999999",
+                                        example="1000")),
+    (["--bootstrap", "0"], "--bootstrap",
+     _args.INTEGER_RANGE_MESSAGE.format(minimum=1, maximum=_args.BOOTSTRAP_MAX, text="0", example="1000")),
+])
+def test_bad_evaluate_options_exit_2_in_one_line_naming_the_option_and_its_range(fitted, tmp_path, capsys, argv,
+                                                                                  option, message):
+    model, _ = fitted
+    make_frame(50, seed=3).to_csv(tmp_path / "test.csv", index=False)
+    line = _args.USAGE_ERROR_LINE.format(prog="quantile-surrogate evaluate", message=f"argument {option}: {message}")
+    assert_refused(tmp_path, capsys, ["evaluate", model, tmp_path / "test.csv", "--out-dir", tmp_path / "r", *argv],
+                   2, line.strip())

@@ -1,5 +1,9 @@
 """quantile_surrogate.cli._file_io: the header, chunked reading, and how columns are typed."""
 
+import gzip
+import io
+import zipfile
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -92,3 +96,71 @@ def test_labels_take_the_larger_class_as_positive_unless_told():
     with pytest.raises(InputError, match=exact(_file_io.CLASS_COUNT_MESSAGE, path="f.csv", column="y", count=7,
                                                classes_word="classes", shown="'a', 'b', 'c', 'd', 'e', ...")):
         _file_io.labels(many, "y", "f.csv")
+
+
+def _gzip(path):
+    return gzip.compress(path.read_bytes())
+
+
+def _zip(path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(path, "d.csv")
+    return buffer.getvalue()
+
+
+def _parquet(path):
+    buffer = io.BytesIO()
+    pd.read_csv(path).to_parquet(buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("make, kind, fix", [
+    (_gzip, "gzip-compressed", _file_io.NOT_TEXT_FIX_COMPRESSED.format(name="data.csv", suffix=".gz")),
+    (_zip, "zip", _file_io.NOT_TEXT_FIX_COMPRESSED.format(name="data.csv", suffix=".zip")),
+    (_parquet, "Parquet", _file_io.NOT_TEXT_FIX_PARQUET.format(stem="data")),
+])
+def test_a_compressed_or_parquet_file_named_csv_is_named_as_such(tmp_path, make, kind, fix):
+    plain = tmp_path / "plain.csv"
+    pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1]}).to_csv(plain, index=False)
+    path = tmp_path / "data.csv"
+    path.write_bytes(make(plain))
+    for read in (read_header, read_table, lambda p: list(iter_table(p, ["a"]))):
+        with pytest.raises(InputError, match=exact(_file_io.NOT_TEXT_MESSAGE, path=path, kind=kind, fix=fix)):
+            read(path)
+    if kind != "Parquet":  # the suggested name is read as compressed CSV
+        renamed = tmp_path / f"data.csv{'.gz' if kind.startswith('gzip') else '.zip'}"
+        path.rename(renamed)
+        assert read_table(renamed).equals(read_table(plain))
+
+
+def test_a_latin1_file_names_the_line_and_the_byte(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_bytes(("a,b,y\n" + "1,x,0\n" * 5 + "1,caf\xe9,0\n").encode("latin-1"))
+    for read in (read_table, lambda p: list(iter_table(p, ["a"], chunk_rows=2))):
+        with pytest.raises(InputError, match=exact(_file_io.NOT_UTF8_MESSAGE, path=path, line=7, byte="0xe9")):
+            read(path)
+    path.write_bytes("caf\xe9,y\n1,0\n".encode("latin-1"))  # in the header
+    with pytest.raises(InputError, match=exact(_file_io.NOT_UTF8_MESSAGE, path=path, line=1, byte="0xe9")):
+        read_header(path)
+
+
+def test_a_line_above_the_header_is_named_not_read_as_the_header(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("exported by tool, 2024-01-01\na,b,c,y\n1,2,3,0\n")
+    with pytest.raises(InputError, match=exact(_file_io.PREAMBLE_MESSAGE, path=path, first=2, second=4)):
+        read_table(path)
+
+
+def test_data_lines_with_a_trailing_comma_the_header_lacks_are_refused_not_shifted(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b,y\n1,2,0,\n3,4,1,\n")  # pandas would read 'a' as the index and shift b and y
+    with pytest.raises(InputError, match=exact(_file_io.TRAILING_COMMA_MESSAGE, path=path)):
+        read_table(path)
+
+
+def test_every_line_ending_in_a_comma_reads_as_the_file_without_them(tmp_path):
+    plain, commas = tmp_path / "plain.csv", tmp_path / "commas.csv"
+    plain.write_text("a,b,y\n1,x,0\n3,z,1\n")
+    commas.write_text("a,b,y,\n1,x,0,\n3,z,1,\n")
+    assert read_table(commas).equals(read_table(plain))

@@ -122,6 +122,10 @@ TARGET_EXAMPLE, DELTA_EXAMPLE, SIZE_EXAMPLE = "0.95 for recall 95 %", "0.05 for 
      _args.LAYER_SIZES_MESSAGE.format(text="8,0")),
     (["--target", "0.9", "--model", "mlp", "--hidden-layer-sizes", "a"], "--hidden-layer-sizes",
      _args.LAYER_SIZES_MESSAGE.format(text="a")),
+    (["--target", "0.9", "--seed", "-1"], "--seed",
+     _args.INTEGER_RANGE_MESSAGE.format(minimum=0, maximum=_args.SEED_MAX, text="-1", example="0")),
+    (["--target", "0.9", "--seed", str(2**32)], "--seed",
+     _args.INTEGER_RANGE_MESSAGE.format(minimum=0, maximum=_args.SEED_MAX, text=str(2**32), example="0")),
     (["--target", "0.9", "--objective", "accuracy"], "--objective", "invalid choice"),  # argparse's own text
 ])
 def test_bad_fit_options(tmp_path, csv, capsys, argv, option, message):
@@ -130,6 +134,26 @@ def test_bad_fit_options(tmp_path, csv, capsys, argv, option, message):
         line = text(_args.USAGE_ERROR_LINE, prog="quantile-surrogate fit") + f"argument {option}: invalid choice"
     assert_refused(tmp_path, capsys, ["fit", csv, "--label", "y", *argv, "--out", tmp_path / "m.qs"], 2,
                    line.strip(), "(see `quantile-surrogate fit --help`)")
+
+
+@pytest.mark.parametrize("argv, flag, message", [
+    (["--calibration-size", "0.2"], "--calibration-size", _args.CALIBRATION_WITHOUT_DELTA_MESSAGE),
+    (["--drop", "id", "y"], "--drop", _args.DROP_NAMES_LABEL_MESSAGE.format(column="y")),
+])
+def test_options_valid_alone_but_not_together_exit_2_naming_the_option(tmp_path, csv, capsys, argv, flag, message):
+    base = [a for a in FIT if a not in ("--drop", "id")]
+    line = _args.USAGE_ERROR_LINE.format(prog="quantile-surrogate fit",
+                                         message=_args.OPTION_CONFLICT_LINE.format(flag=flag, message=message))
+    assert_refused(tmp_path, capsys, [*base, csv, *argv, "--out", tmp_path / "m.qs"], 2, line.strip())
+
+
+def test_calibration_size_with_delta_is_read_and_saved(tmp_path, csv, capsys):
+    for size, name in ((None, "default.qs"), ("0.4", "given.qs")):
+        extra = [] if size is None else ["--calibration-size", size]
+        code, _, err = run([*FIT, csv, "--delta", "0.2", *extra, "--out", tmp_path / name], capsys)
+        assert code == 0, err
+    assert load_model(tmp_path / "default.qs").calibration_size == _fit.CALIBRATION_SIZE == 0.3
+    assert load_model(tmp_path / "given.qs").calibration_size == 0.4
 
 
 @pytest.mark.parametrize("argv, flag, needs, model", [

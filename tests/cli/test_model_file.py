@@ -13,7 +13,7 @@ import torch
 from sklearn.pipeline import Pipeline
 
 from quantile_surrogate import __version__
-from quantile_surrogate.cli import _codecs, model_file
+from quantile_surrogate.cli import _codecs, _model_checks, model_file
 from quantile_surrogate.cli._encoder import FrameEncoder
 from quantile_surrogate.cli._file_io import NOT_REGULAR_FILE_MESSAGE, InputError
 from quantile_surrogate.cli.model_file import MAGIC, SavedModel, load_model, save_model
@@ -239,3 +239,49 @@ def test_what_cannot_be_stored_is_refused_when_saving(tmp_path):
                                               classes=", ".join(_codecs.CODECS))):
         save_model(saved, tmp_path / "m.qs")
     assert list(tmp_path.iterdir()) == []
+
+
+def _dict(value):
+    return {"__kind__": "dict", "data": value}  # how the description stores a dict
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("objective", "accuracy", _model_checks.NOT_OBJECTIVE),
+    ("target", 1.5, _model_checks.NOT_UNIT_INTERVAL),
+    ("target", "0.9", _model_checks.NOT_UNIT_INTERVAL),
+    ("label", None, _model_checks.NOT_TEXT),
+    ("classes", ["no"], _model_checks.NOT_CLASSES),
+    ("classes", ["no", "no"], _model_checks.NOT_CLASSES),
+    ("classes", "ab", _model_checks.NOT_CLASSES),
+    ("model_kind", "forest", _model_checks.NOT_MODEL_KIND),
+    ("n_rows", -1, _model_checks.NOT_COUNT),
+    ("trained_on", 3, _model_checks.NOT_TEXT),
+    ("delta", 2.0, _model_checks.NOT_UNIT_INTERVAL),
+    ("calibration_size", 0.3, _model_checks.NOT_NONE),
+    ("version", 5, _model_checks.NOT_TEXT),
+    ("groups", "colour", _model_checks.NOT_GROUPS),
+    ("schema", _dict({"numeric": ["x1"], "categorical": ["colour"]}), _model_checks.NOT_ENCODER_COLUMNS),
+    ("schema", _dict({"numeric": ["x2", "x1"], "categorical": ["colour"]}), _model_checks.NOT_ENCODER_COLUMNS),
+    ("schema", _dict({"numeric": ["x1", "x2"]}), _model_checks.NOT_SCHEMA),
+    ("schema", _dict({"numeric": ["x1", "x1"], "categorical": ["colour"]}), _model_checks.NOT_SCHEMA),
+    ("schema", ["x1"], _model_checks.NOT_SCHEMA),
+])
+def test_a_valid_checksum_with_a_field_fit_cannot_write_is_refused_naming_the_field(tmp_path, linear_file, field,
+                                                                                    value, problem):
+    sections = valid_sections(linear_file)
+    description = json.loads(sections["description"])
+    description[field] = value
+    write_model_file(tmp_path / "edited.qs", {**sections, "description": json.dumps(description).encode()})
+    with pytest.raises(InputError, match=exact(model_file.NOT_REBUILT_FIELD_MESSAGE, path=tmp_path / "edited.qs",
+                                               field=field, problem=problem)):
+        load_model(tmp_path / "edited.qs")
+
+
+def test_an_encoder_wider_than_the_classifier_is_refused(tmp_path, linear_file):
+    sections = valid_sections(linear_file)
+    text = sections["description"].replace(b'"red"', b'"red","violet"')  # one more category: 7 columns for 6 weights
+    assert text != sections["description"]
+    write_model_file(tmp_path / "wide.qs", {**sections, "description": text})
+    with pytest.raises(InputError, match=exact(model_file.NOT_REBUILT_FIELD_MESSAGE, path=tmp_path / "wide.qs",
+                                               field="schema", problem=_model_checks.NOT_WIDTH.format(n_features=5))):
+        load_model(tmp_path / "wide.qs")

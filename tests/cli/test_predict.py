@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quantile_surrogate.cli import _file_io, model_file
+from quantile_surrogate.cli import _args, _file_io, _predict, _scoring, model_file
 
-from tests._cli import run
+from tests._cli import make_frame, run
 from tests.cli.conftest import assert_refused, text
 
 
@@ -86,3 +86,41 @@ def test_predict_with_missing_columns(fitted, csv, tmp_path, capsys):
     (tmp_path / "header.csv").write_text("id,x1,x2,colour\n")
     assert_refused(tmp_path, capsys, ["predict", model, tmp_path / "header.csv", "--out", tmp_path / "p.csv"], 1,
                    _file_io.NO_ROWS_MESSAGE.format(path=tmp_path / "header.csv"))
+
+
+@pytest.mark.parametrize("keep, message", [
+    (["id", "prediction"], _predict.KEEP_OUTPUT_COLUMN_MESSAGE.format(column="prediction")),
+    (["score"], _predict.KEEP_OUTPUT_COLUMN_MESSAGE.format(column="score")),
+    (["id", "x1", "id"], _predict.KEEP_TWICE_MESSAGE.format(column="id")),
+])
+def test_keep_refuses_an_output_column_or_a_column_named_twice_exit_2(fitted, tmp_path, capsys, keep, message):
+    model, _ = fitted
+    make_frame(30, seed=3).assign(prediction="theirs", score=1.0).to_csv(tmp_path / "own.csv", index=False)
+    line = _args.USAGE_ERROR_LINE.format(prog="quantile-surrogate predict",
+                                         message=_args.OPTION_CONFLICT_LINE.format(flag="--keep", message=message))
+    assert_refused(tmp_path, capsys, ["predict", model, tmp_path / "own.csv", "--keep", *keep,
+                                      "--out", tmp_path / "p.csv"], 2, line.strip())
+
+
+def test_unseen_categories_are_scored_as_zeros_with_one_warning_per_column(fitted, csv, tmp_path, capsys):
+    model, _ = fitted
+    frame = pd.read_csv(csv)
+    code, expected, _ = run(["predict", model, csv], capsys)
+    assert code == 0
+    shifted = frame.assign(colour=frame.colour.where(frame.index % 4 != 1, frame.colour.str.upper()))
+    shifted.to_csv(tmp_path / "shifted.csv", index=False)
+    code, out, err = run(["predict", model, tmp_path / "shifted.csv"], capsys)
+    assert code == 0
+    assert err.splitlines() == [_args.WARNING_LINE.format(
+        name="quantile-surrogate predict", text=_scoring.UNSEEN_CATEGORY_WARNING.format(
+            path=tmp_path / "shifted.csv", column="colour", count=100, rows=400, value=repr(frame.colour[1].upper()),
+            row=2))]
+    got, before = pd.read_csv(io.StringIO(out)), pd.read_csv(io.StringIO(expected))
+    assert got.score[frame.index % 4 != 1].equals(before.score[frame.index % 4 != 1])  # the other rows unchanged
+    code, _, err = run(["evaluate", model, tmp_path / "shifted.csv", "--bootstrap", "5", "--out-dir",
+                        tmp_path / "r"], capsys)
+    assert code == 0
+    assert err.splitlines()[0] == _args.WARNING_LINE.format(
+        name="quantile-surrogate evaluate", text=_scoring.UNSEEN_CATEGORY_WARNING.format(
+            path=tmp_path / "shifted.csv", column="colour", count=100, rows=400, value=repr(frame.colour[1].upper()),
+            row=2))

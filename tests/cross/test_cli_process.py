@@ -11,9 +11,10 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 
-from quantile_surrogate import __version__
+from quantile_surrogate import __version__, cli
 
 from tests._cli import assert_one_line_error, make_frame, run_process, snapshot
 
@@ -98,3 +99,22 @@ def test_ctrl_c_during_fit_exits_130_and_keeps_the_checkpoint(tmp_path):
     assert process.returncode == 130, err
     assert_one_line_error(err, "quantile-surrogate fit: interrupted (Ctrl-C)")
     assert sorted(os.listdir(tmp_path)) == ["big.csv", "fit.ckpt"]  # no model, no temporary file
+
+
+def test_sigterm_during_predict_out_exits_143_in_one_line_leaving_no_temporary(folder, tmp_path):
+    """``kill PID`` (``timeout``, a container stop) while predictions are written: as Ctrl-C, exit 128 + 15."""
+    pd.concat([make_frame(4000, seed=5)] * 50, ignore_index=True).to_csv(tmp_path / "big.csv", index=False)
+    argv = [sys.executable, "-m", "quantile_surrogate.cli", "predict", folder / "model.qs", "big.csv", "--keep", "id",
+            "--out", "out.csv"]
+    process = subprocess.Popen([str(a) for a in argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + 120
+    while not any(name.endswith(".tmp") for name in os.listdir(tmp_path)) and process.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.01)  # the temporary file means the writing is under way
+    assert process.poll() is None, process.communicate()
+    os.kill(process.pid, signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err
+    assert_one_line_error(err, cli.TERMINATED_MESSAGE.format(name="quantile-surrogate predict"))
+    assert sorted(os.listdir(tmp_path)) == ["big.csv"]  # no output, no temporary file

@@ -15,6 +15,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
 
+from quantile_surrogate.estimators import boosted
 from quantile_surrogate.estimators._groups import GROUPS_MISSING_MESSAGE
 from quantile_surrogate.estimators.boosted import FORM_MESSAGE, QuantileBoostingClassifier
 from tests._messages import exact
@@ -108,6 +109,41 @@ def test_auto_bandwidth_puts_about_sixty_rows_of_a_in_the_window(n_positive, exp
     fixed = QuantileBoostingClassifier(bandwidth=0.1, n_estimators=3, n_quantile_estimators=1,
                                        early_stopping=False).fit(X, y)
     assert fixed.bandwidth_ == 0.1
+
+
+@needs_backends
+@pytest.mark.parametrize("raised, expected", [(None, 0), (4, 4)])
+def test_quantile_rounds_that_only_tie_the_log_loss_start_are_dropped(monkeypatch, raised, expected):
+    # Every round's held-out metric ties the start's and its held-out loss falls: the start wins the
+    # tie (0 rounds), however much lower the loss; one round that raises the metric is kept.
+    class Tied(boosted.HeldOutCurve):
+        def values(self):
+            values = super().values()
+            values[:, 0] = values[0, 0]
+            values[:, 1] = np.linspace(1.0, 0.0, len(values))
+            if raised is not None:
+                values[raised, 0] += 0.01
+            return values
+
+    monkeypatch.setattr(boosted, "HeldOutCurve", Tied)
+    X, y = _tabular(600, seed=4)
+    clf = QuantileBoostingClassifier(n_estimators=6, n_quantile_estimators=6, validation_splits=2,
+                                     n_iter_no_change=None, random_state=0).fit(X, y)
+    assert len(clf.validation_curve_) == 7 and clf.best_iteration_ == expected
+    assert clf.booster_.num_trees() == 6 + expected
+
+
+@needs_backends
+def test_auto_bandwidth_follows_the_smallest_groups_rows_of_a():
+    # Group "a" has 150 positives (30 / 150 = 0.2), group "b" 300 (0.1), both 450 (0.067): the smaller
+    # group's threshold needs the wider window, so the auto bandwidth is 0.2.
+    rng = np.random.default_rng(1)
+    y = np.r_[np.ones(150), np.zeros(300), np.ones(300), np.zeros(300)].astype(int)
+    groups = np.r_[np.full(450, "a"), np.full(600, "b")]
+    X = rng.standard_normal((len(y), 3)) + y[:, None]
+    clf = QuantileBoostingClassifier(n_estimators=3, n_quantile_estimators=1, early_stopping=False,
+                                     random_state=0).fit(X, y, sensitive_features=groups)
+    assert clf.bandwidth_ == pytest.approx(0.2)
 
 
 @needs_backends

@@ -12,6 +12,7 @@ from quantile_surrogate.estimators._boosting_backends import (
     MISSING_BACKEND_MESSAGE,
     RESERVED_CLASH_MESSAGE,
     RESERVED_PARAMS,
+    UNKNOWN_PARAM_MESSAGE,
     XGBOOST_MIN_CHILD_MESSAGE,
     make_backend,
 )
@@ -51,10 +52,37 @@ def test_xgboost_refuses_min_child_samples():
 
 
 @needs_backends
+@pytest.mark.parametrize("name, key, backend, matches", [
+    ("lightgbm", "num_leavez", "LightGBM", "num_leaves, num_leaf, max_leaves"),
+    ("xgboost", "max_dept", "XGBoost", "max_depth, max_delta_step"),
+    ("xgboost", "rate_dropp", "XGBoost", "none"),  # a dart parameter: unknown to the default tree booster
+])
+def test_a_backend_params_key_the_library_does_not_know_is_refused_with_close_matches(name, key, backend, matches):
+    # Before the check LightGBM trained with 31 leaves and XGBoost with depth 6, ignoring the typo.
+    with pytest.raises(ValueError, match=exact(UNKNOWN_PARAM_MESSAGE, key=key, backend=backend, matches=matches)):
+        make_backend(name, **{**DEFAULTS, "backend_params": {"subsample": 0.5, key: 3}})
+
+
+@needs_backends
+@pytest.mark.parametrize("name, params", [
+    # Aliases and sklearn-style names are the library's own; parameters of another booster type count once chosen.
+    ("lightgbm", {"reg_alpha": 0.1, "lambda_l2": 1.0, "n_jobs": 1, "bagging_fraction": 0.8, "colsample_bytree": 0.9}),
+    ("xgboost", {"reg_alpha": 0.1, "lambda": 1.0, "n_jobs": 1, "gamma": 0.0, "colsample_bytree": 0.9,
+                 "max_bin": 64, "grow_policy": "lossguide"}),
+    ("xgboost", {"booster": "dart", "rate_drop": 0.1, "skip_drop": 0.5}),
+])
+def test_known_backend_params_and_their_aliases_pass_through(name, params):
+    assert make_backend(name, **{**DEFAULTS, "backend_params": params}).params.items() >= params.items()
+
+
+@needs_backends
 def test_reserved_backend_params_and_xgboost_min_child_samples_are_refused_by_the_estimator():
     X, y = tabular(200)
     with pytest.raises(ValueError, match=exact(RESERVED_CLASH_MESSAGE, clash=["learning_rate"])):
         QuantileBoostingClassifier(backend_params={"learning_rate": 0.5}).fit(X, y)
+    with pytest.raises(ValueError, match=exact(UNKNOWN_PARAM_MESSAGE, key="num_leavez", backend="LightGBM",
+                                               matches="num_leaves, num_leaf, max_leaves")):
+        QuantileBoostingClassifier(backend_params={"num_leavez": 3}).fit(X, y)
     with pytest.raises(ValueError, match=exact(XGBOOST_MIN_CHILD_MESSAGE)):
         QuantileBoostingClassifier(backend="xgboost", min_child_samples=5).fit(X, y)
 

@@ -17,14 +17,22 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from quantile_surrogate.estimators._groups import GROUPS_MISSING_MESSAGE, GROUPS_SHAPE_MESSAGE, GROUPS_UNSEEN_MESSAGE
+from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.estimators.calibration import (
     GROUP_TOO_FEW_MESSAGE,
+    GROUPED_ESTIMATOR_MESSAGE,
     UNKNOWN_LABELS_MESSAGE,
     GuaranteedThresholdClassifier,
     calibrate_threshold,
 )
 from quantile_surrogate.objectives._order_statistic_rank import TOO_FEW_MESSAGE
-from quantile_surrogate.objectives.guarantees import fpr_threshold, guaranteed_rank, rate_threshold, recall_threshold
+from quantile_surrogate.objectives.guarantees import (
+    fpr_threshold,
+    guaranteed_rank,
+    min_calibration_size,
+    rate_threshold,
+    recall_threshold,
+)
 from tests._messages import exact
 
 
@@ -206,3 +214,39 @@ def test_unfrozen_estimator_with_groups_holds_out_each_group_in_proportion():
     np.testing.assert_array_equal(again.group_thresholds_, clf.group_thresholds_)
     plain = clone(clf).fit(X, y)  # refitting without groups goes back to one threshold
     assert plain.groups_ is None and np.ndim(plain.threshold_) == 0
+
+
+@pytest.mark.parametrize("constraint,target,side", [("recall", 0.95, "spam"), ("fpr", 0.05, "ham")])
+def test_a_group_with_exactly_the_minimum_held_out_rows_is_accepted(constraint, target, side):
+    # recall 0.95 (or FPR 0.05) at delta 0.05 needs 59 rows of A: 59 is enough, 58 is not.
+    X_fit, y_fit, X_cal, y_cal = _split_data(5)
+    lr = LogisticRegression().fit(X_fit, y_fit)
+    scores = lr.decision_function(X_cal)
+    needed = min_calibration_size(1 - target if constraint == "recall" else target, 0.05)
+    assert needed == 59
+    rows = np.flatnonzero(y_cal == side)
+    groups = np.array(["big"] * len(y_cal), dtype=object)
+    groups[rows[:needed]] = "small"
+    clf = calibrate_threshold(lr, X_cal, y_cal, constraint=constraint, target=target, sensitive_features=groups)
+    assert clf.groups_.tolist() == ["big", "small"] and clf.n_calibration_.tolist()[1] == needed
+    small = scores[rows[:needed]]
+    expected = recall_threshold(small, target, 0.05) if constraint == "recall" else fpr_threshold(small, target, 0.05)
+    assert clf.group_thresholds_[1] == expected
+    groups[rows[needed - 1]] = "big"
+    with pytest.raises(ValueError, match=exact(GROUP_TOO_FEW_MESSAGE, group="small", got=needed - 1,
+                                               rows="positive rows" if side == "spam" else "negative rows",
+                                               what=f"recall >= {target:g}" if side == "spam" else f"FPR <= {target:g}",
+                                               confidence=0.95, needed=needed)):
+        calibrate_threshold(lr, X_cal, y_cal, constraint=constraint, target=target, sensitive_features=groups)
+
+
+def test_an_estimator_fitted_with_groups_is_named_not_asked_for_the_groups_given():
+    # It used to fail with "pass `sensitive_features=`" although they were passed to calibrate_threshold.
+    X_fit, y_fit, X_cal, y_cal = _split_data(7, n=400)
+    fitted = QuantileClassifier(max_epochs=2, random_state=0).fit(
+        X_fit, y_fit, sensitive_features=np.arange(len(y_fit)) % 2)
+    for groups in (np.arange(len(y_cal)) % 2, None):
+        with pytest.raises(ValueError, match=exact(GROUPED_ESTIMATOR_MESSAGE, name="QuantileClassifier")):
+            calibrate_threshold(fitted, X_cal, y_cal, target=0.8, sensitive_features=groups)
+    plain = QuantileClassifier(max_epochs=2, random_state=0).fit(X_fit, y_fit)
+    assert calibrate_threshold(plain, X_cal, y_cal, target=0.8).groups_ is None  # without groups it calibrates

@@ -12,7 +12,7 @@ from quantile_surrogate.baselines import LogisticRegressionBaseline
 from quantile_surrogate._utils.checks import WEIGHT_NEGATIVE_MESSAGE
 from quantile_surrogate.estimators._threshold import TEXT_COLUMNS_MESSAGE, UNSEEN_LABELS_MESSAGE, ThresholdedClassifier
 from quantile_surrogate.objectives import objective_metric
-from quantile_surrogate.objectives.thresholds import TIED_SCORES_MESSAGE
+from quantile_surrogate.objectives.thresholds import TIED_SCORES_MESSAGE, TiedScoresWarning
 from tests._messages import exact, prefix
 
 
@@ -162,3 +162,39 @@ def test_no_target_means_the_objectives_default(estimator):
     spec = default._objective_spec()
     explicit = clone(estimator).set_params(target=OBJECTIVES[spec.name].default_target).fit(X, y)
     np.testing.assert_array_equal(default.decision_function(X), explicit.decision_function(X))
+
+
+class _FirstColumn(ThresholdedClassifier):
+    """The first column of X as the raw score: the base's threshold and tie-break on scores given by hand."""
+
+    def __init__(self, *, objective="precision_at_rate", target=0.5, tie_break="random", random_state=0):
+        self.objective, self.target, self.tie_break, self.random_state = objective, target, tie_break, random_state
+
+    def fit(self, X, y):  # pragma: no cover - the test sets the threshold by hand
+        return self
+
+    def _check_X(self, X):
+        return np.asarray(X, dtype=np.float64)
+
+    def _raw_scores(self, X):
+        return X[:, 0]
+
+
+def test_random_tie_break_with_groups_takes_each_groups_own_boundary():
+    # Rate 0.5 of 4 rows is 2 rows per group. Group "a": 4 above, then three tied at 1, so 1 of the 3 is asked for;
+    # group "b": 5 above, then two tied at 4, so 1 of the 2. All rows pooled would give one boundary (score 1).
+    scores = np.array([4.0, 1.0, 1.0, 1.0, 5.0, 4.0, 4.0, 0.0])
+    y01 = np.array([0, 1, 0, 1, 1, 0, 1, 0])
+    clf = _FirstColumn()
+    clf.classes_, clf.groups_ = np.array([0, 1]), np.array(["a", "b"])
+    with pytest.warns(TiedScoresWarning):
+        clf._set_threshold(scores, y01, codes=np.array([0, 0, 0, 0, 1, 1, 1, 1]))
+    assert clf.tie_score_.tolist() == [1.0, 4.0]
+    assert clf.tie_fraction_.tolist() == pytest.approx([1 / 3, 1 / 2])
+    # Predictions: the group-"a" row at 4 is above its threshold, never drawn; tied rows are drawn at their fraction.
+    n = 3000
+    X = np.repeat([[4.0], [1.0], [4.0], [0.0]], n, axis=0)
+    groups = np.repeat(["a", "a", "b", "b"], n)
+    positive = clf.predict(X, sensitive_features=groups) == 1
+    assert positive[:n].all() and not positive[3 * n:].any()
+    assert abs(positive[n:2 * n].mean() - 1 / 3) < 0.05 and abs(positive[2 * n:3 * n].mean() - 1 / 2) < 0.05

@@ -16,8 +16,10 @@ from quantile_surrogate.datasets import make_gaussian_mixture
 from quantile_surrogate.losses._rate_loss import EMPTY_SUBSET_MESSAGE
 from quantile_surrogate._utils.checks import TARGETS_EMPTY_MESSAGE
 from quantile_surrogate.metrics import precision_at_recall
+from quantile_surrogate.quantiles import CALLABLE_RESULT_SHAPE_MESSAGE
 
 from tests import _reference as ref
+from tests._messages import prefix
 from tests.losses._data import exact, random_batch, small_example
 
 NAMED = {L.precision_at_recall_loss: "recall", L.precision_at_rate_loss: "rate", L.recall_at_fpr_loss: "fpr",
@@ -291,3 +293,34 @@ def test_half_precision_losses_match_the_float64_reference_above_65504_rows(dtyp
         scale = float(wide.grad.abs().max())
         torch.testing.assert_close(scores.grad.double(), wide.grad, atol=16 * eps * scale, rtol=0, msg=name)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_pr_auc_stays_finite_when_a_levels_sum_passes_65504(dtype):
+    # 24,000 negatives about 5 above every threshold: each level's sum of softplus is about 120,000, past the
+    # largest float16 (65504), while the mean (about 5) is representable; the sums must be taken in float32.
+    rng = np.random.default_rng(4)
+    positive = rng.random(30_000) < 0.2
+    values = torch.as_tensor(rng.normal(size=positive.size) + 5.0 * ~positive).to(dtype)
+    labels = torch.as_tensor(positive).long()
+    expected = float(L.pr_auc_loss(values.double(), labels))
+    assert expected > 4.0 and expected * (~positive).sum() > 65504
+    got = L.pr_auc_loss(values, labels)
+    assert got.dtype == dtype
+    eps = torch.finfo(dtype).eps
+    assert float(got) == pytest.approx(expected, abs=4 * eps * (1 + expected))
+
+
+def test_a_callable_quantile_of_the_wrong_shape_is_named_by_the_losses():
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(50, generator=generator, dtype=torch.float64)
+    labels = (torch.rand(50, generator=generator) < 0.4).long()
+    n_pos = int(labels.sum())
+    for loss in (lambda q: L.precision_at_recall_loss(scores, labels, 0.8, quantile=q),
+                 lambda q: L.pr_auc_loss(scores, labels, quantile=q)):
+        with pytest.raises(ValueError, match=prefix(CALLABLE_RESULT_SHAPE_MESSAGE, shape=(n_pos,))):
+            loss(lambda s, c: s)
+    # a one-value tensor of shape (1,) is one estimate: the same loss as a 0-d one, for one level and for nine
+    for loss in (lambda q: L.precision_at_recall_loss(scores, labels, 0.8, quantile=q),
+                 lambda q: L.pr_auc_loss(scores, labels, quantile=q)):
+        assert torch.equal(loss(lambda s, c: torch.quantile(s, c, keepdim=True)), loss(lambda s, c: torch.quantile(s, c)))

@@ -16,7 +16,13 @@ from quantile_surrogate.metrics._held_out import held_out_metric
 from quantile_surrogate.objectives import bootstrap
 from quantile_surrogate.objectives.bootstrap import SortedScores, bootstrap_metrics, metrics_from_counts
 from quantile_surrogate.objectives import OBJECTIVES
-from quantile_surrogate._utils.checks import INTEGER_RANGE_MESSAGE, INTEGER_TYPE_MESSAGE
+from quantile_surrogate._utils.checks import (
+    BINARY_01,
+    INTEGER_RANGE_MESSAGE,
+    INTEGER_TYPE_MESSAGE,
+    NOT_BINARY_MESSAGE,
+    TARGET_RANGE_MESSAGE,
+)
 from quantile_surrogate.metrics._checks import SCORES_NONFINITE_MESSAGE
 from quantile_surrogate.objectives._registry import UNKNOWN_OBJECTIVE_MESSAGE
 from quantile_surrogate.objectives.bootstrap import ARRAYS_MESSAGE, NO_COUNTING_RULE_MESSAGE
@@ -190,3 +196,19 @@ def test_chunked_draws_give_the_same_numbers(monkeypatch):
     monkeypatch.setattr(bootstrap, "MAX_CELLS", 50 * 7)  # chunks of 7 resamples: the draws are one stream
     assert bootstrap_metrics(positive, score, "precision_at_rate", 0.2, n_resamples=40, random_state=3) == whole
 
+
+
+@pytest.mark.parametrize("target", [1.2, 0, -0.5])
+def test_a_target_outside_the_open_unit_interval_is_refused(target):
+    # "precision at recall 1.2 = -inf" used to be reported
+    positive, score = np.array([True, False, True, False]), np.array([1.0, 0.5, -0.5, -1.0])
+    with pytest.raises(ValueError, match=exact(TARGET_RANGE_MESSAGE, name="target", value=float(target))):
+        bootstrap_metrics(positive, score, "precision_at_recall", target, n_resamples=5)
+
+
+def test_positive_that_is_not_binary_is_refused():
+    # {-1, 1} cast to bool would make every row positive
+    with pytest.raises(ValueError, match=exact(NOT_BINARY_MESSAGE, name="positive", accepted=BINARY_01,
+                                               values=[-1, 1])):
+        bootstrap_metrics(np.array([1, -1, 1, -1]), np.array([1.0, 0.5, -0.5, -1.0]), "precision_at_recall", 0.5,
+                          n_resamples=5)

@@ -52,3 +52,18 @@ def test_objective_loss_matches_the_named_losses():
     from quantile_surrogate.losses import recall_at_fpr_loss
 
     assert torch.equal(out.loss, recall_at_fpr_loss(scores, y, fpr=0.1, quantile="point"))
+
+
+def test_weighted_grouped_metric_uses_weighted_group_thresholds():
+    # Group 0's weight 3 on the row scoring 3 moves its top half (a mass of 3 of 6) above that row: only the row
+    # scoring 4 (a negative) is flagged. Unweighted group thresholds would flag the weight-3 positive too (2/3).
+    s = np.array([4.0, 3.0, 2.0, 1.0, 4.0, 3.0, 2.0, 1.0])
+    y = np.array([0, 1, 1, 0, 1, 0, 0, 1])
+    groups = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    w = np.array([1, 3, 1, 1, 1, 1, 1, 1])
+    value = objective_metric(y, s, objective="precision_at_rate", target=0.5, groups=groups, sample_weight=w)
+    assert value == pytest.approx(1 / 3)
+    repeated = objective_metric(np.repeat(y, w), np.repeat(s, w), objective="precision_at_rate", target=0.5,
+                                groups=np.repeat(groups, w))
+    assert value == pytest.approx(repeated)
+    assert objective_metric(y, s, objective="precision_at_rate", target=0.5, groups=groups) == pytest.approx(0.5)

@@ -7,10 +7,21 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from quantile_surrogate._utils.checks import (
+    BINARY_01,
+    GROUPS_NEGATIVE_MESSAGE,
+    GROUPS_SHAPE_MESSAGE,
+    LENGTH_MISMATCH_MESSAGE,
+    NOT_BINARY_MESSAGE,
+    NUMBER_TYPE_MESSAGE,
+    TARGET_RANGE_MESSAGE,
+)
 from quantile_surrogate._utils.counts import count
+from quantile_surrogate._utils.group_checks import GROUP_ARRAY_TYPE_MESSAGE, GROUP_CODE_RANGE_MESSAGE
 from quantile_surrogate.objectives import OBJECTIVES
 from quantile_surrogate.objectives.thresholds import (
     EMPTY_CONSTRAINT_MESSAGE,
@@ -158,3 +169,62 @@ def test_constraint_threshold_is_the_tightest_one_that_holds(values, seed, objec
         # Raising theta to the lowest predicted score would break the constraint.
         assert (scores[subset] > scores[predicted].min()).sum() < k
     assert not np.isin(theta, scores)  # strictly between scores: rounding cannot flip a row
+
+
+@pytest.mark.parametrize("target", [1.5, -1, 0, 1.0])
+def test_a_target_outside_the_open_unit_interval_is_refused(target):
+    with pytest.raises(ValueError, match=exact(TARGET_RANGE_MESSAGE, name="target", value=float(target))):
+        constraint_threshold([0.1, 0.2, 0.3], [1, 0, 1], objective="precision_at_recall", target=target)
+    with pytest.raises(ValueError, match=exact(TARGET_RANGE_MESSAGE, name="target", value=float(target))):
+        group_constraint_thresholds([0.1, 0.2, 0.3], [1, 0, 1], [0, 0, 1], objective="precision_at_rate", target=target)
+    with pytest.raises(TypeError, match=exact(NUMBER_TYPE_MESSAGE, name="target", type_name="str")):
+        constraint_threshold([0.1, 0.2, 0.3], [1, 0, 1], objective="precision_at_recall", target="0.5")
+
+
+def test_labels_that_are_not_binary_are_named_not_reported_as_an_empty_subset():
+    # {1, 2} labels used to give "the subset has no rows" for recall_at_fpr (no 0) and a wrong A otherwise.
+    for labels, values in (([1, 2, 2], [1, 2]), (["no", "yes", "yes"], ["no", "yes"]), ([-1, 1, 1], [-1, 1])):
+        with pytest.raises(ValueError, match=exact(NOT_BINARY_MESSAGE, name="labels", accepted=BINARY_01,
+                                                   values=values)):
+            constraint_threshold([0.1, 0.2, 0.3], labels, objective="recall_at_fpr", target=0.5)
+        with pytest.raises(ValueError, match=exact(NOT_BINARY_MESSAGE, name="labels", accepted=BINARY_01,
+                                                   values=values)):
+            group_constraint_thresholds([0.1, 0.2, 0.3], labels, [0, 1, 1], objective="recall_at_fpr", target=0.5)
+    with pytest.raises(ValueError, match=exact(LENGTH_MISMATCH_MESSAGE, name="labels", got=2, expected=3)):
+        constraint_threshold([0.1, 0.2, 0.3], [1, 0], objective="precision_at_rate", target=0.5)
+
+
+def test_group_codes_of_the_wrong_length_or_kind_are_refused():
+    s, y = [0.1, 0.2, 0.3, 0.4], [1, 0, 1, 0]
+    with pytest.raises(ValueError, match=exact(GROUPS_SHAPE_MESSAGE, name="groups", shape=(3,), n=4)):
+        group_constraint_thresholds(s, y, [0, 0, 1], objective="precision_at_rate", target=0.5)
+    with pytest.raises(ValueError, match=exact(GROUPS_SHAPE_MESSAGE, name="groups", shape=(5,), n=4)):
+        group_constraint_thresholds(s, y, [0, 0, 1, 1, 1], objective="precision_at_rate", target=0.5)
+    for groups, dtype in ((["a", "a", "b", "b"], np.dtype("<U1")), ([0.0, 0.0, 1.0, 1.0], np.dtype(float))):
+        with pytest.raises(TypeError, match=exact(GROUP_ARRAY_TYPE_MESSAGE, name="groups", dtype=dtype)):
+            group_constraint_thresholds(s, y, groups, objective="precision_at_rate", target=0.5)
+    with pytest.raises(ValueError, match=exact(GROUPS_NEGATIVE_MESSAGE, name="groups", value=-1)):
+        group_constraint_thresholds(s, y, [0, 0, -1, -1], objective="precision_at_rate", target=0.5)
+    with pytest.raises(ValueError, match=exact(GROUP_CODE_RANGE_MESSAGE, name="groups", value=2, n_groups=2, last=1)):
+        group_constraint_thresholds(s, y, [0, 0, 1, 2], objective="precision_at_rate", target=0.5, n_groups=2)
+    # valid codes (a list, an unsigned array, a CPU tensor) give the same thresholds as before
+    expected = [0.15, 0.35]
+    for groups in ([0, 0, 1, 1], np.array([0, 0, 1, 1], dtype=np.uint8), torch.tensor([0, 0, 1, 1])):
+        assert group_constraint_thresholds(s, y, groups, objective="precision_at_rate", target=0.5).tolist() == \
+            pytest.approx(expected)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_single_row_never_warns_of_ties(name):
+    # One row cannot be split: neither alone, nor with a weight that overshoots the count asked for.
+    positive = 0 if name == "recall_at_fpr" else 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for target in (0.3, 0.5, 0.9):
+            constraint_threshold([0.5], [positive], objective=name, target=target)
+            constraint_threshold([0.5], [positive], objective=name, target=target, sample_weight=[3])
+            # distinct scores, one heavy row at the boundary: the count cannot be met, but no two rows tie
+            constraint_threshold([0.9, 0.5, 0.1], [positive] * 3, objective=name, target=target,
+                                 sample_weight=[1, 5, 1])
+    with pytest.warns(TiedScoresWarning):  # two rows tied at the boundary do warn
+        constraint_threshold([0.5, 0.5], [positive] * 2, objective=name, target=0.5)

@@ -33,3 +33,18 @@ def test_weights_need_a_named_estimator_and_an_empty_subset_gives_nan():
     nothing = torch.zeros(4, dtype=torch.bool)
     for quantile in ("point", "lower_mean", lambda s, c: s.min()):
         assert torch.isnan(Q.quantile_estimates(quantile, scores, (0.2, 0.8), subset=nothing)).all()
+
+
+def test_a_callable_that_returns_the_wrong_shape_or_kind_is_named():
+    scores = torch.arange(10, dtype=torch.float64)
+    with pytest.raises(ValueError, match=exact(Q.CALLABLE_RESULT_SHAPE_MESSAGE, shape=(10,), level=0.3)):
+        Q.quantile_estimates(lambda s, c: s, scores, (0.3, 0.7))
+    with pytest.raises(ValueError, match=exact(Q.CALLABLE_RESULT_SHAPE_MESSAGE, shape=(2,), level=0.3)):
+        Q.quantile_estimates(lambda s, c: torch.quantile(s, torch.tensor([c, c], dtype=s.dtype)), scores, (0.3,))
+    with pytest.raises(TypeError, match=exact(Q.CALLABLE_RESULT_TYPE_MESSAGE, type_name="float", level=0.3)):
+        Q.quantile_estimates(lambda s, c: float(torch.quantile(s, c)), scores, (0.3,))
+    # one value, 0-d or of shape (1,) or (1, 1), gives the same estimates, one per level
+    expected = torch.quantile(scores, torch.tensor([0.3, 0.7], dtype=torch.float64))
+    for quantile in (lambda s, c: torch.quantile(s, c), lambda s, c: torch.quantile(s, c, keepdim=True),
+                     lambda s, c: torch.quantile(s, c).reshape(1, 1)):
+        assert torch.equal(Q.quantile_estimates(quantile, scores, (0.3, 0.7)), expected)

@@ -47,3 +47,20 @@ def test_a_subset_without_weight_gives_nan():
     weight = torch.tensor([0.0, 2.0, 1.0], dtype=torch.float64)
     subset = torch.tensor([True, False, False])
     assert all(math.isnan(v) for v in weighted_estimates("kernel", scores, weight, (0.3, 0.6), 0.1, subset).tolist())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("n", [1023, 1024, 4096])  # from 1024 rows a kernel estimate at one level takes the window
+@pytest.mark.parametrize("name", WEIGHTED_ESTIMATORS)
+def test_half_precision_scores_match_the_float64_weighted_estimate(name, n, dtype):
+    # Computed in float32 (ranks, masses, coefficients) and rounded once to the scores' dtype: within half an
+    # ulp of the float64 estimate on the same rounded values, plus float32 noise.
+    generator = torch.Generator().manual_seed(n)
+    scores = torch.randn(n, generator=generator, dtype=torch.float64).to(dtype)
+    weight = torch.rand(n, generator=generator, dtype=torch.float64) * 3
+    half_ulp = torch.finfo(dtype).eps / 2
+    for level in (0.05, 0.3, 0.9):
+        got = weighted_estimates(name, scores, weight.float(), (level,), 0.05)
+        expected = float(weighted_estimates(name, scores.double(), weight, (level,), 0.05))
+        assert got.dtype == dtype
+        assert float(got) == pytest.approx(expected, abs=half_ulp * abs(expected) + 1e-5), (name, level)

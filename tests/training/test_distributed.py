@@ -1,13 +1,13 @@
 """Data-parallel losses on 2 gloo processes equal the single-process loss on the concatenated batch.
 
-One ``torch.multiprocessing.spawn`` of 2 CPU processes (gloo, 127.0.0.1 only) runs every
+One ``torch.multiprocessing.spawn`` of 2 CPU processes (gloo on the loopback interface, meeting
+through a file store in the test's temporary folder, so no port can be taken in between) runs every
 case and a short DDP training run, saves what it saw, and the test process compares it
 with the single-process computation in float64. Starting the processes dominates the cost,
 so all checks share one launch.
 """
 
 import os
-import socket
 import sys
 from datetime import timedelta
 
@@ -83,9 +83,11 @@ def _model():
     return nn.Linear(4, 1, dtype=torch.float64)
 
 
-def _worker(rank, port, out_dir):
+def _worker(rank, store_path, out_dir):
+    # A file store in the test's own folder: nothing to race for (a free TCP port picked and
+    # released before the ranks bind it can be taken by another process in between).
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD, timeout=timedelta(seconds=60)
+        "gloo", init_method=f"file://{store_path}", rank=rank, world_size=WORLD, timeout=timedelta(seconds=60)
     )
     try:
         results = {}
@@ -148,12 +150,6 @@ def _worker(rank, port, out_dir):
         dist.destroy_process_group()
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("ddp")
@@ -161,7 +157,8 @@ def ranks(tmp_path_factory):
     if sys.platform.startswith("linux") and saved is None:
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # keep gloo on the loopback interface
     try:
-        mp.spawn(_worker, args=(_free_port(), str(out_dir)), nprocs=WORLD, join=True)
+        # The store file must not exist yet; a fresh folder per run guarantees it.
+        mp.spawn(_worker, args=(str(out_dir / "rendezvous"), str(out_dir)), nprocs=WORLD, join=True)
     finally:
         if saved is None:
             os.environ.pop("GLOO_SOCKET_IFNAME", None)

@@ -1,7 +1,10 @@
 """The restart loop (quantile_surrogate.training._loop): restarts, starts, early stopping, validation,
 eval-mode scoring, the progress bar and the one divergence error."""
 
+import io
 import re
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ from quantile_surrogate._utils.errors import DIVERGED_MESSAGE, TrainingDivergedE
 from quantile_surrogate.metrics import precision_at_recall
 from quantile_surrogate.objectives import objective_loss, predict_scores, training_loss
 from quantile_surrogate.training import VALIDATION_WEIGHT_MESSAGE, train
+from quantile_surrogate.training._loop import LOSS_GROWTH_MESSAGE, PROGRESS_SUMMARY_MESSAGE
 from quantile_surrogate.training.models import fit_logistic, mlp_scorer
 from tests._messages import exact, prefix
 from tests.training._helpers import blobs, linear, params
@@ -229,9 +233,56 @@ def test_divergence_raises_the_one_error_naming_the_epoch_and_a_smaller_learning
 
 
 
-
-def test_progress_bar_shows_loss_and_threshold(capsys):
+def test_a_loss_that_grows_a_billion_fold_warns_once_naming_the_learning_rate():
+    # Full batch: epoch 1's loss is the start's (1.94); one step at 1e11 makes it about 2e10 at epoch 2,
+    # finite, so nothing raises; 1e3 (120-fold) stays below the factor and is silent.
     X, y = blobs()
+    common = dict(max_epochs=4, random_state=0)
+    with pytest.warns(RuntimeWarning) as record:
+        result = train(lambda: nn.Linear(3, 1, dtype=torch.float64), X, y, learning_rate=1e11, **common)
+    curve = result.loss_curve
+    growth = [w for w in record if str(w.message).startswith(LOSS_GROWTH_MESSAGE.split("{")[0])]
+    assert len(growth) == 1 and curve[1] > 1e9 * curve[0] and growth[0].filename == __file__
+    assert str(growth[0].message) == LOSS_GROWTH_MESSAGE.format(
+        growth=curve[1] / curve[0], first=curve[0], loss=curve[1], epoch=2, restart=0, learning_rate=1e11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train(lambda: nn.Linear(3, 1, dtype=torch.float64), X, y, learning_rate=1e3, **common)
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as tqdm's ``disable=None`` asks."""
+
+    def isatty(self):
+        return True
+
+
+def test_on_a_terminal_the_progress_bar_shows_loss_and_threshold(monkeypatch):
+    X, y = blobs()
+    monkeypatch.setattr(sys, "stderr", _Terminal())
     train(linear(), X, y, max_epochs=3, verbose=True, random_state=0)
+    err = sys.stderr.getvalue()
+    assert "restart 1/1" in err and "loss=" in err and "threshold=" in err and "\r" in err
+    assert "training loss" not in err  # the bar, not the summary line
+
+
+def test_into_a_file_or_pipe_verbose_writes_one_summary_line_per_restart(capsys):
+    # pytest's captured stderr is no terminal, as a scheduler's log is not: no carriage-return frames.
+    X, y = blobs()
+    result = train(linear(), X, y, max_epochs=3, n_restarts=2, verbose=True, random_state=0)
     err = capsys.readouterr().err
-    assert "restart 1/1" in err and "loss=" in err and "threshold=" in err
+    lines = [PROGRESS_SUMMARY_MESSAGE.format(restart=r + 1, n_restarts=2, epochs=3, max_epochs=3, loss=loss)
+             for r, loss in enumerate(result.restart_losses)]
+    assert err.splitlines() == lines
+    train(linear(), X, y, max_epochs=3, random_state=0)  # not verbose: silent
+    assert capsys.readouterr().err == ""
+
+
+def test_without_epochs_to_run_there_is_no_empty_bar(monkeypatch):
+    # max_epochs=0 (a refit that keeps its start): tqdm's only frame would be "restart 1/1: 0it"; the
+    # summary line says what happened instead, on a terminal too.
+    X, y = blobs()
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    result = train(linear(), X, y, max_epochs=0, verbose=True, random_state=0)
+    assert sys.stderr.getvalue() == PROGRESS_SUMMARY_MESSAGE.format(restart=1, n_restarts=1, epochs=0, max_epochs=0,
+                                                                    loss=result.loss) + "\n"

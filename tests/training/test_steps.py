@@ -107,10 +107,12 @@ def test_unit_weights_take_the_unweighted_steps(settings):
     assert ones.loss == pytest.approx(plain.loss, rel=1e-6 if settings.get("init") == "logistic" else 1e-12)
 
 
-def test_weights_change_the_minibatch_steps_and_weight_zero_drops_a_row():
+@pytest.mark.parametrize("subset_from_batch", [False, True], ids=["separate A_b", "A_b from the batch"])
+def test_weights_change_the_minibatch_steps_and_weight_zero_drops_a_row(subset_from_batch):
+    # Through train(): the epoch's batches must carry the weights whichever way A_b is taken.
     X, y = blobs(n=240)
     w = np.random.default_rng(0).integers(0, 3, 240).astype(float)
-    common = dict(batch_size=32, max_epochs=3, learning_rate=0.1, random_state=0)
+    common = dict(batch_size=32, max_epochs=3, learning_rate=0.1, random_state=0, subset_from_batch=subset_from_batch)
     plain = train(linear(), X, y, **common)
     weighted = train(linear(), X, y, sample_weight=w, **common)
     assert not torch.equal(params(plain.model), params(weighted.model))

@@ -64,6 +64,21 @@ def test_a_dataloader_fit_is_reproducible_and_lowers_the_loss():
     assert a.loss < training_loss(start, X, y, **target) - 0.05
 
 
+def test_a_shuffling_loader_leaves_the_callers_global_rng_as_it_was():
+    # A DataLoader with shuffle=True draws its order from the global RNG: the checking pass, every
+    # epoch, the restart's full loss and the validation all run inside train, which must not advance it.
+    X, y = blobs()
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    shuffled = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True)
+    result = train(linear(), shuffled, max_epochs=2, n_restarts=2, validation=(X, y), random_state=0,
+                   learning_rate=0.1)
+    assert torch.equal(torch.get_rng_state(), before) and result.n_iter == 2
+    again = train(linear(), shuffled, max_epochs=2, n_restarts=2, validation=(X, y), random_state=0,
+                  learning_rate=0.1)
+    assert torch.equal(params(again.model), params(result.model))  # the shuffles follow random_state
+
+
 def test_validation_and_early_stopping_work_with_a_loader():
     X, y = blobs()
     Xv, yv = blobs(n=150, seed=9)

@@ -129,15 +129,20 @@ def _describe_folder_problem(folder: Path, shown: Path) -> str | None:
     return NO_FOLDER_REASON.format(folder=shown)
 
 
-def _temporary(target: Path) -> Path:
-    """Create an empty, unique temporary file next to ``target`` with the umask's permissions."""
+def _temporary(target: Path, temporaries: list) -> Path:
+    """Create an empty, unique temporary file next to ``target`` with the umask's permissions.
+
+    Its name joins ``temporaries`` *before* the file exists, so that an interrupt at any moment
+    (Ctrl-C or SIGTERM between the creation and the caller's bookkeeping) still has it removed.
+    """
     while True:
         candidate = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        temporaries.append(candidate)
         try:
             os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             return candidate
-        except FileExistsError:  # pragma: no cover - 32 random bits collided
-            continue
+        except FileExistsError:  # pragma: no cover - 32 random bits collided: not ours, never removed
+            temporaries.pop()
 
 
 def _fsync(path: Path, directory: bool = False) -> None:
@@ -199,7 +204,7 @@ def atomic_writes(items, *, inputs=()) -> None:
     temporaries: list[Path] = []
     try:
         for (path, write), target in zip(items, targets):
-            temporaries.append(_with_path(path, _temporary, target))
+            _with_path(path, _temporary, target, temporaries)
             _with_path(path, write, temporaries[-1])
             _with_path(path, _fsync, temporaries[-1])
         for (path, _), target, temporary in zip(items, targets, temporaries):

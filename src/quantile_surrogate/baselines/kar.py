@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from .. import metrics
+from .._utils.checks import INTEGER_RANGE_MESSAGE, LENGTH_MISMATCH_MESSAGE, check_binary, check_integer
 from ._base import RateBaseline
 
 __all__ = ["KarAverageSurrogate", "prec_at_k_avg_surrogate", "KAR_NO_WEIGHTS_MESSAGE", "KAR_FIT_PARAMS_MESSAGE"]
@@ -63,7 +64,7 @@ def prec_at_k_avg_surrogate(scores, positive, k):
     ----------
     scores : ndarray of shape (n,), float
     positive : ndarray of shape (n,), bool
-    k : int >= 1
+    k : int, 1 <= k <= n
         Used as ``min(k, n_+)`` (see Notes); with no positive the loss is 0.
 
     Returns
@@ -71,6 +72,13 @@ def prec_at_k_avg_surrogate(scores, positive, k):
     (loss, grad) : float and ndarray of shape (n,)
         ``grad`` is the subgradient of the maximising :math:`S`: :math:`1/k` on its negatives,
         :math:`-m / (k (n_+ - k + m))` on each left-out positive, 0 elsewhere.
+
+    Raises
+    ------
+    TypeError
+        If ``k`` is not an integer.
+    ValueError
+        If ``k`` is not in ``[1, n]``, ``positive`` is not binary, or not one per score.
 
     Notes
     -----
@@ -90,7 +98,19 @@ def prec_at_k_avg_surrogate(scores, positive, k):
     1.0
     """
     scores = np.asarray(scores, dtype=np.float64)
-    positive = np.asarray(positive, dtype=bool)
+    positive = np.asarray(check_binary(positive, "positive"))
+    if scores.ndim != 1 or positive.shape != scores.shape:
+        raise ValueError(LENGTH_MISMATCH_MESSAGE.format(name="positive", got=positive.size, expected=scores.size))
+    k = check_integer(k, "k", minimum=1)
+    if k > scores.size:
+        raise ValueError(INTEGER_RANGE_MESSAGE.format(name="k", wanted=f"an integer in [1, {scores.size}] "
+                                                      "(at most the number of rows)", value=k))
+    return _prec_at_k_avg_surrogate(scores, positive, k)
+
+
+def _prec_at_k_avg_surrogate(scores: np.ndarray, positive: np.ndarray, k: int):
+    """:func:`prec_at_k_avg_surrogate` without its checks (the fit's hot path, on checked arrays)."""
+    scores, positive = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     grad = np.zeros_like(scores)
     n_pos = int(positive.sum())
     k = min(int(k), n_pos)
@@ -209,7 +229,7 @@ class KarAverageSurrogate(RateBaseline):
 
     def _objective(self, X, positive, w):
         k = metrics.count_at_rate(X.shape[0], self._target(), "ceil")
-        loss, grad = prec_at_k_avg_surrogate(X @ w, positive, k)
+        loss, grad = _prec_at_k_avg_surrogate(X @ w, positive, k)
         return loss + 0.5 * self.alpha * (w @ w), X.T @ grad + self.alpha * w
 
     @_fit_context(prefer_skip_nested_validation=True)

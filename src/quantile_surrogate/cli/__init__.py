@@ -10,18 +10,21 @@ Each sub-command lives in the module that owns its logic and registers itself th
 
 Exit status: 0 done; 1 bad data or an output that cannot be written (one line on stderr
 naming the file and the problem; nothing written); 2 a bad option (one line); 130 interrupted
-with Ctrl-C (one line).
+with Ctrl-C (one line); 143 stopped by SIGTERM (``kill``, ``timeout``, a container stop, a
+scheduler), handled as Ctrl-C: one line, no temporary file and no folder the command created left.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import warnings
 
 from . import _evaluate, _fit, _predict, _reproduce
-from ._args import ERROR_LINE, WARNING_LINE, OneLineParser
+from ._args import ERROR_LINE, USAGE_ERROR_LINE, WARNING_LINE, OneLineParser
 
 __all__ = ["main"]
 
@@ -30,7 +33,32 @@ COMMAND_MODULES = (_reproduce, _fit, _predict, _evaluate)
 INTERRUPTED = 130
 """128 + SIGINT, what shells report for a program stopped with Ctrl-C."""
 INTERRUPTED_MESSAGE = "{name}: interrupted (Ctrl-C); no half-written file was left."
+TERMINATED = 143
+"""128 + SIGTERM, what shells report for a program stopped by ``kill`` or ``timeout``."""
+TERMINATED_MESSAGE = "{name}: terminated (SIGTERM); no half-written file was left."
 OS_ERROR_TEXT = "{filename}: {reason}."
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's exception would be, so that every cleanup of Ctrl-C runs for it too."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM raises :class:`Terminated` (in the main thread; elsewhere it is left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the cleanup short
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def build_parser() -> OneLineParser:
@@ -85,7 +113,7 @@ def main(argv=None) -> int:
     -------
     int
         0 done; 1 bad data or an output that cannot be written (nothing is written); 2 a
-        bad option; 130 interrupted with Ctrl-C.
+        bad option; 130 interrupted with Ctrl-C; 143 stopped by SIGTERM.
 
     Examples
     --------
@@ -96,6 +124,11 @@ def main(argv=None) -> int:
     >>> main(["fit"])  # a bad option: one line on stderr, exit status 2
     2
     """
+    with _sigterm_as_interrupt():
+        return _run(argv)
+
+
+def _run(argv) -> int:
     from .._utils.files import OutputPathError
     from ._file_io import InputError
 
@@ -103,11 +136,18 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         name = f"quantile-surrogate {args.command}"
+        conflict = getattr(args, "check_options", lambda _: None)(args)  # options valid alone, not together
+        if conflict is not None:
+            print(USAGE_ERROR_LINE.format(prog=name, message=conflict), end="", file=sys.stderr)
+            return 2
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(name)
             return int(args.handler(args) or 0)
     except SystemExit as done:  # argparse: --help, --version, or a bad option (already printed)
         return done.code if isinstance(done.code, int) else int(done.code is not None)
+    except Terminated:
+        print(TERMINATED_MESSAGE.format(name=name), file=sys.stderr)
+        return TERMINATED
     except KeyboardInterrupt:
         print(INTERRUPTED_MESSAGE.format(name=name), file=sys.stderr)
         return INTERRUPTED

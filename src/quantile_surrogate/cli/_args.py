@@ -13,7 +13,7 @@ import argparse
 
 from .._utils.checks import check_target
 
-__all__ = ["OneLineParser", "int_at_least", "nonzero_int", "open_unit_interval", "layer_sizes"]
+__all__ = ["OneLineParser", "int_at_least", "int_in_range", "seed", "nonzero_int", "open_unit_interval", "layer_sizes"]
 
 # The command line's one-line reports: a bad option (exit status 2), an error (1), a warning.
 USAGE_ERROR_LINE = "{prog}: error: {message} (see `{prog} --help`)\n"
@@ -25,6 +25,17 @@ INTEGER_AT_LEAST_MESSAGE = "must be an integer >= {minimum}; got {text!r} (e.g. 
 PROCESSES_MESSAGE = "must be a number of processes >= 1, or -1 for all cores; got {text!r}"
 UNIT_INTERVAL_MESSAGE = "must be strictly between 0 and 1; got {text!r} (e.g. {example})"
 LAYER_SIZES_MESSAGE = "must be positive integers separated by commas, e.g. 64,32; got {text!r}"
+INTEGER_RANGE_MESSAGE = "must be an integer from {minimum} to {maximum}; got {text!r} (e.g. {example})"
+SEED_MAX = 2**32 - 1
+"""The largest seed NumPy and scikit-learn accept (``random_state`` is a 32-bit unsigned integer)."""
+BOOTSTRAP_MAX = 100_000
+"""The most ``--bootstrap`` resamples: beyond it the interval's ends no longer move, only the run time grows."""
+# Options that are each valid alone but not together; after "argument --option: ", as argparse's own.
+CALIBRATION_WITHOUT_DELTA_MESSAGE = ("has no effect without --delta (only a guarantee holds rows out); add --delta, "
+                                     "e.g. --delta 0.05, or leave out --calibration-size")
+DROP_NAMES_LABEL_MESSAGE = ("names the label column {column!r} (--label); the label is never a feature, so leave it "
+                            "out of --drop")
+OPTION_CONFLICT_LINE = "argument {flag}: {message}"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,6 +58,25 @@ def int_at_least(minimum: int, example: str):
         return value
     parse.__name__ = f"integer >= {minimum}"
     return parse
+
+
+def int_in_range(minimum: int, maximum: int, example: str):
+    """``type=`` for an integer from ``minimum`` to ``maximum`` (both included)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(INTEGER_RANGE_MESSAGE.format(minimum=minimum, maximum=maximum, text=text,
+                                                                          example=example))
+        return value
+    parse.__name__ = f"integer from {minimum} to {maximum}"
+    return parse
+
+
+seed = int_in_range(0, SEED_MAX, "0")
+"""``type=`` for ``--seed``: what NumPy's and scikit-learn's ``random_state`` accept."""
 
 
 def nonzero_int(text: str) -> int:

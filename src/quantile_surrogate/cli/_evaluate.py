@@ -17,10 +17,10 @@ import numpy as np
 
 from .._utils.files import WriteError, atomic_writes, describe_errno, output_folder
 from ..objectives.bootstrap import bootstrap_metrics
-from ._args import STDOUT_WRITE_MESSAGE, int_at_least
+from ._args import BOOTSTRAP_MAX, STDOUT_WRITE_MESSAGE, WARNING_LINE, int_in_range, seed
 from ._file_io import InputError, iter_table, show
 from ._report import group_lines, plot_writer, report_text
-from ._scoring import chunk_groups, chunk_scores, model_columns
+from ._scoring import UnseenCategories, chunk_groups, chunk_scores, model_columns
 from .model_file import SavedModel, load_model
 
 __all__ = ["register", "run_evaluate"]
@@ -37,6 +37,7 @@ def _labelled_scores(saved: SavedModel, data: Path):
     """
     label, classes = saved.label, saved.classes
     positive, scores, groups = [], [], []
+    unseen = UnseenCategories(saved)
     for offset, chunk in iter_table(data, model_columns(saved, label)):
         values = chunk[label]
         unknown = ~values.isin(classes)
@@ -45,8 +46,10 @@ def _labelled_scores(saved: SavedModel, data: Path):
             raise InputError(UNKNOWN_LABEL_MESSAGE.format(path=data, column=label, value=show(values[unknown].iloc[0]),
                                                           row=row, first=show(classes[0]), second=show(classes[1])))
         positive.append((values == classes[1]).to_numpy())
-        scores.append(chunk_scores(saved, chunk, data, offset))
+        scores.append(chunk_scores(saved, chunk, data, offset, unseen))
         groups.append(chunk_groups(saved, chunk, data, offset))
+    for warning in unseen.warnings(data):
+        print(WARNING_LINE.format(name="quantile-surrogate evaluate", text=warning), file=sys.stderr)
     positive, score = np.concatenate(positive), np.concatenate(scores)
     if positive.all() or not positive.any():
         raise InputError(SINGLE_CLASS_MESSAGE.format(path=data, column=label))
@@ -103,7 +106,7 @@ def register(subparsers) -> None:
     evaluate.add_argument("data", type=Path, help="labelled test data (the label column the model was trained on)")
     evaluate.add_argument("--out-dir", type=Path, default=Path("."),
                           help="folder for the report and plot, created if missing (default .)")
-    evaluate.add_argument("--bootstrap", type=int_at_least(1, "1000"), default=1000,
-                          help="bootstrap resamples for the 95 %% intervals (default 1000)")
-    evaluate.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    evaluate.add_argument("--bootstrap", type=int_in_range(1, BOOTSTRAP_MAX, "1000"), default=1000,
+                          help=f"bootstrap resamples for the 95 %% intervals, at most {BOOTSTRAP_MAX} (default 1000)")
+    evaluate.add_argument("--seed", type=seed, default=0, help="bootstrap seed (default 0)")
     evaluate.set_defaults(handler=run_evaluate)

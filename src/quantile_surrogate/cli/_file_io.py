@@ -10,7 +10,10 @@ pyarrow ``iter_batches``), so that ``predict`` needs memory for one chunk, not t
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import csv
+import itertools
 import re
 from pathlib import Path
 
@@ -60,6 +63,21 @@ IDENTIFIER_COLUMN_WARNING = ("{path}: column '{column}' is text with a different
                              "{column}.")
 
 
+NOT_TEXT_MESSAGE = "{path}: is a {kind} file, not CSV text; {fix}."
+NOT_TEXT_FIX_COMPRESSED = "name it {name}{suffix} to read it as compressed CSV, or decompress it"
+NOT_TEXT_FIX_PARQUET = "name it {stem}.parquet to read it as Parquet"
+NOT_UTF8_MESSAGE = ("{path}: line {line} holds the byte {byte}, which is not UTF-8 text (the file is probably Latin-1 "
+                    "or Windows-1252); save it as UTF-8, e.g. `iconv -f latin1 -t utf-8`.")
+PREAMBLE_MESSAGE = ("{path}: line 1 has {first} field(s) but line 2 has {second}; the first line must be the header: "
+                    "remove any title or note above it.")
+TRAILING_COMMA_MESSAGE = ("{path}: data line 2 ends in a comma that the header line does not have (one field more "
+                          "than the header), so every value would shift one column; remove the trailing commas.")
+# The first bytes of files that are not text, and the suffix that makes pandas read them.
+_MAGIC_BYTES = ((b"\x1f\x8b", "gzip-compressed", ".gz"), (b"PK\x03\x04", "zip", ".zip"), (b"PAR1", "Parquet", None),
+                (b"BZh", "bzip2-compressed", ".bz2"), (b"\xfd7zXZ\x00", "xz-compressed", ".xz"),
+                (b"\x28\xb5\x2f\xfd", "zstd-compressed", ".zst"))
+
+
 class InputError(Exception):
     """Bad user input; the command prints its one-line message and exits with status 1."""
 
@@ -82,11 +100,55 @@ def _reading(path: Path):
         raise
     except pd.errors.EmptyDataError:
         raise InputError(EMPTY_FILE_MESSAGE.format(path=path)) from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError, TypeError, ImportError) as error:
+    except UnicodeDecodeError:
+        line, byte = _first_non_utf8(path)
+        raise InputError(NOT_UTF8_MESSAGE.format(path=path, line=line, byte=byte)) from None
+    except (pd.errors.ParserError, OSError, ValueError, TypeError, ImportError) as error:
         text = str(error).strip()
         first = text.splitlines()[0] if text else type(error).__name__
         kind = "Parquet" if _is_parquet(path) else "CSV"
         raise InputError(UNREADABLE_MESSAGE.format(path=path, kind=kind, reason=first)) from None
+
+
+def _first_non_utf8(path: Path) -> tuple[int, str]:
+    """``(line, byte as 0x..)`` of the first byte of ``path`` that is not UTF-8, read in blocks."""
+    decoder, line = codecs.getincrementaldecoder("utf-8")(), 1
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            pending = decoder.getstate()[0]
+            try:
+                text = decoder.decode(block)
+            except UnicodeDecodeError as error:
+                data = pending + block
+                return line + data[:error.start].count(b"\n"), f"0x{data[error.start]:02x}"
+            line += text.count("\n")
+    return line, "?"  # pragma: no cover - pandas found a byte that a second reading does not
+
+
+def _check_csv_layout(path: Path) -> None:
+    """Refuse a binary file named like CSV, a line above the header and data lines one field longer than it."""
+    if pd.io.common.infer_compression(str(path), "infer") is not None:
+        return  # pandas decompresses it by its suffix
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    for magic, kind, suffix in _MAGIC_BYTES:
+        if head.startswith(magic):
+            fix = (NOT_TEXT_FIX_PARQUET.format(stem=path.stem) if suffix is None
+                   else NOT_TEXT_FIX_COMPRESSED.format(name=path.name, suffix=suffix))
+            raise InputError(NOT_TEXT_MESSAGE.format(path=path, kind=kind, fix=fix))
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(itertools.islice(csv.reader(handle), 2))
+    except UnicodeDecodeError:
+        line, byte = _first_non_utf8(path)
+        raise InputError(NOT_UTF8_MESSAGE.format(path=path, line=line, byte=byte)) from None
+    except csv.Error:
+        return  # pandas reports it
+    if len(rows) < 2 or not rows[0] or len(rows[1]) <= len(rows[0]):
+        return
+    if len(rows[1]) == len(rows[0]) + 1 and rows[1][-1] == "" and len(rows[0]) > 1:
+        raise InputError(TRAILING_COMMA_MESSAGE.format(path=path))
+    raise InputError(PREAMBLE_MESSAGE.format(path=path, first=len(rows[0]), second=len(rows[1])))
 
 
 def read_header(path) -> dict:
@@ -106,6 +168,7 @@ def read_header(path) -> dict:
             names = [str(name) for name in arrow.names]
             nested = {str(f.name): str(f.type) for f in arrow if pa.types.is_nested(f.type)}
         else:
+            _check_csv_layout(path)
             raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False).iloc[0].tolist()
             names = [str(name) for name in pd.read_csv(path, nrows=0).columns]
             nested = {}
@@ -144,6 +207,9 @@ def read_table(path, *, skip=()) -> pd.DataFrame:
         else:  # every column: with usecols pandas would silently accept a row with too many fields
             frame = pd.read_csv(path)[columns]
     frame.columns = [str(c) for c in frame.columns]
+    last = frame.columns[-1] if len(frame.columns) > 1 else None
+    if not _is_parquet(path) and last is not None and _INDEX_NAME.fullmatch(last) and frame[last].isna().all():
+        frame = frame.drop(columns=last)  # every line ends in a comma: an unnamed, empty last column is no column
     _check_rows(path, len(frame))
     return frame
 

@@ -25,7 +25,8 @@ import pandas as pd
 from .._utils.checks import check_sample_weight
 from .._utils.files import check_output
 from ..objectives import OBJECTIVES, get_objective
-from ._args import WARNING_LINE, int_at_least, layer_sizes, open_unit_interval
+from ._args import (CALIBRATION_WITHOUT_DELTA_MESSAGE, DROP_NAMES_LABEL_MESSAGE, OPTION_CONFLICT_LINE, WARNING_LINE,
+                    int_at_least, layer_sizes, open_unit_interval, seed)
 from ._file_io import InputError, categorical_column, column_warnings, features, labels, read_table, schema_of, show
 from .model_file import MODELS, SavedModel, save_model
 
@@ -46,6 +47,8 @@ WEIGHT_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by --weight an
                               "neither a label, a group nor a feature, so name it once, with --weight.")
 WEIGHT_MISSING_MESSAGE = "{path}: column '{column}' (the --weight) is missing; the columns are {columns}."
 WEIGHT_WITH_DELTA_MESSAGE = "--weight cannot be combined with --delta: the guarantee is about unweighted i.i.d. rows."
+CALIBRATION_SIZE = 0.3
+"""The fraction of rows ``--delta`` holds out when ``--calibration-size`` is not given."""
 FIT_FAILED_MESSAGE = "{path}: {reason}"
 """A library error while reading the weights or fitting (its first line), prefixed with the file."""
 
@@ -78,8 +81,21 @@ def _build_model(schema: dict, args):
     if args.delta is not None:
         model = GuaranteedThresholdClassifier(
             model, constraint=get_objective(args.objective).constraint, target=args.target, delta=args.delta,
-            calibration_size=args.calibration_size, random_state=args.seed)
+            calibration_size=_calibration_size(args), random_state=args.seed)
     return model
+
+
+def _calibration_size(args) -> float:
+    return CALIBRATION_SIZE if args.calibration_size is None else args.calibration_size
+
+
+def check_fit_options(args) -> str | None:
+    """The line for options that are each valid but not together (exit status 2, before any file is read), or None."""
+    if args.calibration_size is not None and args.delta is None:
+        return OPTION_CONFLICT_LINE.format(flag="--calibration-size", message=CALIBRATION_WITHOUT_DELTA_MESSAGE)
+    if args.label in args.drop:
+        return OPTION_CONFLICT_LINE.format(flag="--drop", message=DROP_NAMES_LABEL_MESSAGE.format(column=args.label))
+    return None
 
 
 def _check_fit_outputs(args) -> None:
@@ -182,7 +198,7 @@ def run_fit(args) -> int:
         raise InputError(FIT_FAILED_MESSAGE.format(path=args.data, reason=str(error).splitlines()[0])) from None
     saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=args.objective,
                        target=args.target, model_kind=args.model, trained_on=str(args.data), n_rows=int(len(X)),
-                       delta=args.delta, calibration_size=args.calibration_size if args.delta is not None else None,
+                       delta=args.delta, calibration_size=_calibration_size(args) if args.delta is not None else None,
                        groups=args.groups)
     save_model(saved, args.out, inputs=[args.data])
     say(f"Wrote {args.out}.")
@@ -218,16 +234,16 @@ def register(subparsers) -> None:
     fit.add_argument("--delta", type=open_unit_interval("0.05 for a 95 % guarantee"), default=None,
                      help="hold out --calibration-size of the rows and set the threshold so that the constraint holds "
                           "on new data with probability >= 1 - delta (docs/calibration.md)")
-    fit.add_argument("--calibration-size", type=open_unit_interval("0.3 to hold out 30 % of the rows"), default=0.3,
-                     help="fraction of the rows held out for --delta (default 0.3)")
+    fit.add_argument("--calibration-size", type=open_unit_interval("0.3 to hold out 30 % of the rows"), default=None,
+                     help=f"fraction of the rows held out for --delta (default {CALIBRATION_SIZE})")
     fit.add_argument("--max-epochs", type=int_at_least(1, "200"), default=None,
                      help="training epochs of --model linear or mlp (default 200)")
     fit.add_argument("--n-estimators", type=int_at_least(1, "100"), default=None,
                      help="log-loss boosting rounds of --model lightgbm or xgboost (default 100)")
-    fit.add_argument("--seed", type=int, default=0, help="random seed of the split and the training (default 0)")
+    fit.add_argument("--seed", type=seed, default=0, help="random seed of the split and the training (default 0)")
     fit.add_argument("--checkpoint", type=Path, default=None, metavar="PATH",
                      help="for --model linear or mlp: save the training state here after every epoch; rerunning "
                           "the same command resumes a killed fit from it")
     fit.add_argument("--out", type=Path, default=Path("model.qs"), help="model file to write (default model.qs)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar or messages (warnings are still shown)")
-    fit.set_defaults(handler=run_fit)
+    fit.set_defaults(handler=run_fit, check_options=check_fit_options)

@@ -17,24 +17,44 @@ import numpy as np
 import pandas as pd
 
 from .._utils.files import WriteError, atomic_write, check_stdout, describe_errno
-from ._args import STDOUT_WRITE_MESSAGE
+from ._args import OPTION_CONFLICT_LINE, STDOUT_WRITE_MESSAGE, WARNING_LINE
 from ._file_io import iter_table
-from ._scoring import chunk_scores, model_columns
+from ._scoring import UnseenCategories, chunk_scores, model_columns
 from .model_file import SavedModel, load_model
 
 __all__ = ["register", "run_predict"]
+
+OUTPUT_COLUMNS = ("prediction", "score")
+"""The columns ``predict`` writes after the ``--keep`` columns."""
+# After "argument --keep: " (exit status 2, before any file is read).
+KEEP_OUTPUT_COLUMN_MESSAGE = ("names {column!r}, a column that predict writes itself; a reader of the output would "
+                              "take one for the other. Rename the input's column (e.g. input_{column}) and keep that")
+KEEP_TWICE_MESSAGE = "names {column!r} twice; name each column once"
+
+
+def check_predict_options(args) -> str | None:
+    """The line for a ``--keep`` that would write two columns of one name, or None."""
+    for i, column in enumerate(args.keep):
+        if column in OUTPUT_COLUMNS:
+            return OPTION_CONFLICT_LINE.format(flag="--keep", message=KEEP_OUTPUT_COLUMN_MESSAGE.format(column=column))
+        if column in args.keep[:i]:
+            return OPTION_CONFLICT_LINE.format(flag="--keep", message=KEEP_TWICE_MESSAGE.format(column=column))
+    return None
 
 
 def _prediction_chunks(saved: SavedModel, data: Path, keep):
     """DataFrames of (kept columns, prediction, score), one per chunk of the input file."""
     classes = np.empty(2, dtype=object)
     classes[:] = saved.classes
+    unseen = UnseenCategories(saved)
     for offset, chunk in iter_table(data, model_columns(saved, *keep)):
-        score = chunk_scores(saved, chunk, data, offset)
+        score = chunk_scores(saved, chunk, data, offset, unseen)
         out = pd.DataFrame({"prediction": classes[(score > 0).astype(np.int64)], "score": score})
         if keep:
             out = pd.concat([chunk[list(keep)].reset_index(drop=True), out], axis=1)
         yield out
+    for warning in unseen.warnings(data):
+        print(WARNING_LINE.format(name="quantile-surrogate predict", text=warning), file=sys.stderr)
 
 
 def _write_csv_chunks(chunks, handle) -> None:
@@ -73,5 +93,5 @@ def register(subparsers) -> None:
     predict.add_argument("--out", type=Path, default=None,
                          help="CSV file to write, all or nothing (default: standard output, written as rows are "
                               "scored; on an error the rows before it are already out)")
-    predict.add_argument("--keep", nargs="+", default=[], metavar="COLUMN", help="input columns to copy, e.g. an id")
-    predict.set_defaults(handler=run_predict)
+    predict.add_argument("--keep", nargs="+", default=[], metavar="COLUMN", help="input columns to copy, e.g. an id (each once; not prediction or score)")
+    predict.set_defaults(handler=run_predict, check_options=check_predict_options)

@@ -42,6 +42,7 @@ from .. import __version__
 from .._utils.files import atomic_write
 from ._codecs import Payload, dump, from_json, load, to_json
 from ._file_io import NOT_REGULAR_FILE_MESSAGE, InputError
+from ._model_checks import field_problem
 
 __all__ = ["SavedModel", "save_model", "load_model", "MAGIC", "FORMAT"]
 
@@ -69,6 +70,8 @@ NO_MODEL_FILE_MESSAGE = "{path}: no such model file."
 NOT_TENSORS_MESSAGE = "the tensors section is not a dict of tensors"
 NOT_REBUILT_MESSAGE = ("{path}: the model file cannot be rebuilt ({error_type}); it was written by another program "
                        "or version; refit the model.")
+NOT_REBUILT_FIELD_MESSAGE = ("{path}: the model file cannot be rebuilt (its field '{field}' {problem}); it was written "
+                             "by another program or version; refit the model.")
 
 
 # `fit --model`: the estimator class behind each kind (SavedModel.model_kind).
@@ -333,6 +336,10 @@ def _decode(path: Path, data: bytes) -> SavedModel:
         blobs = {name[len(BLOB):]: data for name, data in sections.items() if name.startswith(BLOB)}
         model = load(description["model"], Payload(tensors=tensors, blobs=blobs))
         fields = {f.name for f in dataclasses.fields(SavedModel)} - {"model"}
-        return SavedModel(model=model, **{k: from_json(v) for k, v in description.items() if k in fields})
+        saved = SavedModel(model=model, **{k: from_json(v) for k, v in description.items() if k in fields})
+        problem = field_problem(saved, MODELS)
     except Exception as error:  # noqa: BLE001 - a file that passed the checksum but not the rebuild: our one message
         raise InputError(NOT_REBUILT_MESSAGE.format(path=path, error_type=type(error).__name__)) from None
+    if problem is not None:  # every field is checked here, so that predict and evaluate can trust them
+        raise InputError(NOT_REBUILT_FIELD_MESSAGE.format(path=path, field=problem[0], problem=problem[1]))
+    return saved

@@ -10,10 +10,13 @@ without them.
 
 from __future__ import annotations
 
+import difflib
+import json
+
 import numpy as np
 
-__all__ = ["BACKENDS", "MISSING_BACKEND_MESSAGE", "RESERVED_CLASH_MESSAGE", "XGBOOST_MIN_CHILD_MESSAGE",
-           "RESERVED_PARAMS", "make_backend"]
+__all__ = ["BACKENDS", "MISSING_BACKEND_MESSAGE", "RESERVED_CLASH_MESSAGE", "UNKNOWN_PARAM_MESSAGE",
+           "XGBOOST_MIN_CHILD_MESSAGE", "RESERVED_PARAMS", "make_backend"]
 
 MISSING_BACKEND_MESSAGE = (
     "QuantileBoostingClassifier(backend={backend!r}) needs the {package} package: "
@@ -27,6 +30,10 @@ RESERVED_CLASH_MESSAGE = (
 XGBOOST_MIN_CHILD_MESSAGE = (
     "`min_child_samples` has no XGBoost equivalent (XGBoost bounds the Hessian sum, `min_child_weight`); "
     "leave it None and pass backend_params={{'min_child_weight': ...}}."
+)
+UNKNOWN_PARAM_MESSAGE = (
+    "`backend_params` key {key!r} is not a {backend} parameter (close matches: {matches}); "
+    "{backend} would ignore it. Check the spelling."
 )
 RESERVED_PARAMS = {
     "lightgbm": {"objective", "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees", "num_round",
@@ -52,10 +59,50 @@ def _import(backend):
     return module
 
 
+def _config_keys(config, out):
+    """Every key of a nested JSON config whose value is not a section (a dict); lists are searched too."""
+    items = config.items() if isinstance(config, dict) else enumerate(config)
+    for key, value in items:
+        if isinstance(key, str) and not isinstance(value, dict):
+            out.add(key)
+        if isinstance(value, (dict, list)):
+            _config_keys(value, out)
+    return out
+
+
+def _known_params(name, params):
+    """The parameter names (and aliases) the installed library knows, read off the library itself.
+
+    LightGBM lists every parameter with its aliases (``_ConfigAliases``). XGBoost has no such
+    list; a booster configured with ``params`` reports every parameter of its booster type,
+    updater and objective in ``save_config()`` (unknown keys are left out).
+    """
+    module = _import(name)
+    if name == "lightgbm":
+        aliases = module.basic._ConfigAliases._get_all_param_aliases()
+        return {alias for names in aliases.values() for alias in names} | RESERVED_PARAMS[name]
+    data = module.DMatrix(np.zeros((1, 1)), label=[0.0])
+    config = json.loads(module.Booster({**params, "verbosity": 0}, [data]).save_config())
+    return _config_keys(config, set()) | RESERVED_PARAMS[name]
+
+
+def _check_known_params(name, extra, params):
+    if not extra:
+        return
+    known = _known_params(name, params)
+    unknown = sorted((key for key in extra if key not in known), key=str)
+    if unknown:
+        key = unknown[0]
+        matches = difflib.get_close_matches(str(key), sorted(known), n=3)
+        raise ValueError(UNKNOWN_PARAM_MESSAGE.format(key=key, backend=BACKENDS[name].label,
+                                                      matches=", ".join(matches) or "none"))
+
+
 class LightGBMBackend:
     """``lgb.train`` with ``init_model=`` to continue; margins from ``predict(raw_score=True)``."""
 
     name = "lightgbm"
+    label = "LightGBM"
 
     def __init__(self, params):
         self.lgb = _import("lightgbm")
@@ -110,6 +157,7 @@ class XGBoostBackend:
     """``xgb.train`` with ``xgb_model=`` to continue; margins from ``predict(output_margin=True)``."""
 
     name = "xgboost"
+    label = "XGBoost"
 
     def __init__(self, params):
         self.xgb = _import("xgboost")
@@ -176,4 +224,5 @@ def make_backend(name, *, learning_rate, num_leaves, max_depth, min_child_sample
                   "seed": seed, "verbosity": 0, "tree_method": "hist"}
         if num_leaves is not None:
             params["max_leaves"] = num_leaves
+    _check_known_params(name, extra, {**params, **extra, "objective": "binary:logistic"})
     return BACKENDS[name]({**params, **extra})

@@ -52,6 +52,13 @@ NO_RESPONSE_MESSAGE = (
     "real-valued score. Use a classifier such as LogisticRegression or QuantileClassifier."
 )
 
+GROUPED_ESTIMATOR_MESSAGE = (
+    "`estimator` ({name}) was fitted with `sensitive_features`: its scores subtract a threshold per group and need "
+    "each row's group, which a guaranteed threshold does not pass on to it (whether or not `sensitive_features` is "
+    "given here). Calibrate an estimator fitted without `sensitive_features`, and pass the groups here "
+    "(sensitive_features=) for a guaranteed threshold per group."
+)
+
 
 def _response(estimator, X, method: str) -> np.ndarray:
     if method == "auto":
@@ -234,6 +241,9 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         else:
             X_cal, y_cal, codes_cal = self._split(estimator, X, y, codes)
         self.estimator_ = estimator
+        inner = estimator.estimator if isinstance(estimator, FrozenEstimator) else estimator
+        if isinstance(inner, ThresholdedClassifier) and getattr(inner, "groups_", None) is not None:
+            raise ValueError(GROUPED_ESTIMATOR_MESSAGE.format(name=type(inner).__name__))
         self.classes_ = np.asarray(estimator.classes_)
         check_two_classes(self.classes_, "estimator.classes_")
         unknown = np.setdiff1d(np.unique(y_cal), self.classes_)
@@ -340,9 +350,9 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
     """Calibrate the threshold of a fitted ``estimator`` on held-out ``(X_cal, y_cal)``.
 
     Shorthand for ``GuaranteedThresholdClassifier(FrozenEstimator(estimator), ...).fit(X_cal, y_cal, sensitive_features=sensitive_features)``:
-    the estimator is not refitted. ``X_cal`` must not overlap its training data. With ``groups``
+    the estimator is not refitted. ``X_cal`` must not overlap its training data. With ``sensitive_features``
     (one label per row of ``X_cal``) each group gets its own guaranteed threshold, and the result
-    needs ``groups=`` in ``predict``, ``decision_function`` and ``score``.
+    needs ``sensitive_features=`` in ``predict``, ``decision_function`` and ``score``.
 
     Parameters
     ----------
@@ -368,7 +378,8 @@ def calibrate_threshold(estimator, X_cal, y_cal, *, constraint="recall", target=
         If ``estimator`` is not fitted.
     ValueError
         As :meth:`GuaranteedThresholdClassifier.fit`: too few held-out rows of the constrained
-        subset for the guarantee, or labels ``estimator`` does not know.
+        subset for the guarantee, or labels ``estimator`` does not know; an ``estimator`` fitted
+        with ``sensitive_features`` (:data:`GROUPED_ESTIMATOR_MESSAGE`).
 
     See Also
     --------

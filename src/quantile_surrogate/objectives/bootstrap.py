@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils.checks import check_integer
+from .._utils.checks import check_binary, check_integer, check_target
 from ..metrics._checks import SCORES_NONFINITE_MESSAGE
 from ..metrics._counting import OBJECTIVE_REDUCES, cumulative_counts, sort_rows
 from ._registry import get_objective
@@ -169,8 +169,9 @@ def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples:
     Raises
     ------
     ValueError
-        If ``n_resamples`` is not an integer >= 1, the objective is unknown, or the arrays are
-        not 1-D, non-empty and of one length, or a score is NaN or inf.
+        If ``n_resamples`` is not an integer >= 1, the objective is unknown, ``target`` is not
+        in (0, 1), ``positive`` is not binary, or the arrays are not 1-D, non-empty and of one
+        length, or a score is NaN or inf.
 
     See Also
     --------
@@ -212,7 +213,8 @@ def bootstrap_metrics(positive, score, objective, target: float, *, n_resamples:
     """
     n_resamples = check_integer(n_resamples, "n_resamples", minimum=1)
     spec = get_objective(objective)
-    data = SortedScores(positive, score)
+    target = check_target(target, "target")
+    data = SortedScores(check_binary(positive, "positive"), score)
     n = data.score.size
     point = metrics_from_counts(data, np.ones((1, n)), spec, target)[0]
     rng = np.random.default_rng(random_state)

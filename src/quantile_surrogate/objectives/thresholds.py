@@ -15,8 +15,9 @@ import warnings
 
 import numpy as np
 
-from .._utils.checks import check_sample_weight
+from .._utils.checks import LENGTH_MISMATCH_MESSAGE, check_binary, check_sample_weight, check_target
 from .._utils.counts import count
+from .._utils.group_checks import check_group_array
 from ._registry import get_objective
 
 # allowed_count, boundary_ties and the message constants stay importable from here for the
@@ -111,7 +112,10 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     ------
     ValueError
         If no row of ``A`` (the subset that sets the threshold) is present, or holds weight;
-        for a bad ``sample_weight``.
+        for a ``target`` outside (0, 1), labels that are not binary or not one per score, or a
+        bad ``sample_weight``.
+    TypeError
+        For a ``target`` that is not a number.
 
     Warns
     -----
@@ -157,14 +161,15 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     0.75
     """
     spec = get_objective(objective)
-    scores = np.asarray(scores, dtype=np.float64)
+    target = check_target(target, "target")
+    scores, positive = _scores_and_positives(scores, labels)
     if sample_weight is None:
         weight = np.ones(scores.shape[0])
     else:  # rows of weight 0 are absent
         weight = check_sample_weight(sample_weight, scores.shape[0])
         keep = weight > 0
-        scores, weight, labels = scores[keep], weight[keep], np.asarray(labels)[keep]
-    in_subset = spec.subset_mask(np.asarray(labels) == 1)
+        scores, weight, positive = scores[keep], weight[keep], positive[keep]
+    in_subset = spec.subset_mask(positive)
     order = np.argsort(-scores[in_subset], kind="stable")
     subset_scores, cumulative = scores[in_subset][order], np.cumsum(weight[in_subset][order])
     if subset_scores.size == 0:
@@ -192,6 +197,15 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
             bound="at least" if spec.bound == "at_least" else "at most", wanted=f"{k:g}",
             policy=TIE_POLICY[spec.bound]), TiedScoresWarning, stacklevel=2)
     return theta
+
+
+def _scores_and_positives(scores, labels) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores, positive)``: float64 scores and the bool mask of binary ``labels``, one per score."""
+    scores = np.asarray(scores, dtype=np.float64)
+    positive = np.asarray(check_binary(labels, "labels"))
+    if positive.shape != scores.shape:
+        raise ValueError(LENGTH_MISMATCH_MESSAGE.format(name="labels", got=positive.size, expected=scores.size))
+    return scores, positive
 
 
 def boundary_ties(scores, labels, *, objective: str, target: float) -> tuple[float, float]:
@@ -264,7 +278,10 @@ def group_constraint_thresholds(scores, labels, groups, *, objective: str, targe
     ------
     ValueError
         If a group has rows but none of ``A``; the message names it (``names[g]`` if given,
-        else its code).
+        else its code). For ``groups`` not one per score, negative or ``>= n_groups``, and
+        the arguments :func:`constraint_threshold` refuses.
+    TypeError
+        For ``groups`` that are not integer codes (strings, floats: encode them first).
 
     See Also
     --------
@@ -288,9 +305,9 @@ def group_constraint_thresholds(scores, labels, groups, *, objective: str, targe
     >>> [round(float(t), 3) for t in thetas]  # the top row of each group
     [0.85, 0.4]
     """
-    scores = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(labels)
-    groups = np.asarray(groups)
+    target = check_target(target, "target")
+    scores, labels = _scores_and_positives(scores, labels)
+    groups = check_group_array(groups, scores.shape[0], "groups", n_groups)
     n_groups = int(groups.max()) + 1 if n_groups is None else int(n_groups)
     thresholds = np.full(n_groups, np.nan)
     for g in range(n_groups):

@@ -68,6 +68,17 @@ WEIGHTED_CALLABLE_MESSAGE = (
     "`weight=`. Pass quantile='kernel' (or another name) or drop the weights."
 )
 
+#: ``TypeError`` of :func:`quantile_estimates` (and the losses) when a callable ``quantile=`` returns no tensor.
+CALLABLE_RESULT_TYPE_MESSAGE = (
+    "The callable `quantile` returned {type_name} for level {level:g}; it must return one estimate as a 0-d "
+    "tensor on the scores' graph, e.g. lambda scores, level: torch.quantile(scores, level)."
+)
+#: ``ValueError`` of :func:`quantile_estimates` (and the losses) when a callable ``quantile=`` returns several values.
+CALLABLE_RESULT_SHAPE_MESSAGE = (
+    "The callable `quantile` returned a tensor of shape {shape} for level {level:g}; it must return one estimate "
+    "(shape () or (1,)), e.g. lambda scores, level: torch.quantile(scores, level)."
+)
+
 
 def _interval_around(scores, level, bandwidth, *, weight=None, validate_args=True):
     # As a loss's estimator the interval is centred on the level, with half-width h.
@@ -164,7 +175,10 @@ def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], 
     Raises
     ------
     ValueError
-        If ``weight`` is given with a callable ``quantile``.
+        If ``weight`` is given with a callable ``quantile``, or a callable ``quantile`` returns
+        more or fewer than one value (:data:`CALLABLE_RESULT_SHAPE_MESSAGE`).
+    TypeError
+        If a callable ``quantile`` returns something other than a tensor (:data:`CALLABLE_RESULT_TYPE_MESSAGE`).
     """
     if weight is not None:
         if not isinstance(quantile, str):
@@ -176,4 +190,15 @@ def quantile_estimates(quantile, scores: torch.Tensor, levels: Sequence[float], 
     if reference.numel() == 0:
         return scores.new_full((len(levels),), math.nan)
     estimate = resolve_quantile(quantile, bandwidth)
+    if callable(quantile):  # the user's function: one estimate per level, checked
+        return torch.stack([_one_estimate(estimate(reference, level), level) for level in levels])
     return torch.stack([estimate(reference, level) for level in levels])
+
+
+def _one_estimate(value, level: float) -> torch.Tensor:
+    """A callable quantile's result as a 0-d tensor; ``TypeError`` or ``ValueError`` for anything else."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(CALLABLE_RESULT_TYPE_MESSAGE.format(type_name=type(value).__name__, level=level))
+    if value.numel() != 1:
+        raise ValueError(CALLABLE_RESULT_SHAPE_MESSAGE.format(shape=tuple(value.shape), level=level))
+    return value if value.dim() == 0 else value.reshape(())

@@ -215,7 +215,9 @@ def train(
         Called after every epoch (after the checkpoint) with a dict: restart, epoch, loss,
         threshold, model. An exception raised in it stops training.
     verbose : bool
-        Show a tqdm bar over epochs with the loss and the current threshold.
+        On a terminal, a tqdm bar over each restart's epochs with the loss and the current
+        threshold; into a file or a pipe (a scheduler's log), one line per restart instead
+        (its epochs and training loss), without carriage-return frames.
 
     Returns
     -------

@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import sys
+import warnings
 
 import numpy as np
 import torch
@@ -33,6 +35,15 @@ from ..objectives import get_objective, objective_loss, objective_metric, predic
 __all__ = ["TrainingLoop", "draw_seed", "restart_seeds"]
 
 MODEL_SHAPE_MESSAGE = "`model` must map (n, d) inputs to (n,) or (n, 1) scores; got shape {shape} for n={n}."
+#: The one line per restart that ``train(verbose=True)`` writes to stderr when it is not a terminal (a log, a pipe).
+PROGRESS_SUMMARY_MESSAGE = "restart {restart}/{n_restarts}: {epochs} of {max_epochs} epochs, training loss {loss:.4g}"
+#: How many times its first epoch's value the training loss may grow before ``train`` warns (still finite).
+LOSS_GROWTH_FACTOR = 1e9
+#: The ``RuntimeWarning`` when a restart's epoch loss passes ``LOSS_GROWTH_FACTOR`` times its first epoch's.
+LOSS_GROWTH_MESSAGE = (
+    "The training loss grew {growth:.2g}-fold, from {first:.4g} at epoch 1 to {loss:.4g} at epoch {epoch} "
+    "of restart {restart}: learning_rate={learning_rate:g} is likely far too large; try a smaller one."
+)
 
 
 class TrainingLoop:
@@ -202,8 +213,12 @@ class TrainingLoop:
             run = state.run
             model, optimizer = self._resume_run(run, generator)
         model.train()
-        bar = tqdm(total=settings.max_epochs, initial=len(run.loss_curve), disable=not self.progress,
+        # A bar on a terminal only (tqdm's disable=None); none at all without epochs to run (its only frame
+        # would be "0it"). Anywhere else verbose writes one summary line per restart, after it.
+        running = self.progress and len(run.loss_curve) < settings.max_epochs
+        bar = tqdm(total=settings.max_epochs, initial=len(run.loss_curve), disable=None if running else True,
                    desc=f"restart {r + 1}/{settings.n_restarts}", leave=False)
+        summary = self.progress and bar.disable
         try:
             while len(run.loss_curve) < settings.max_epochs:
                 epoch = len(run.loss_curve) + 1
@@ -211,6 +226,7 @@ class TrainingLoop:
                 if not (math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in model.parameters())):
                     raise self.diverged(r, epoch)
                 run.loss_curve.append(loss)
+                self._warn_growth(run.loss_curve, r)
                 stop = self.monitor(model, run, loss, epoch, r)
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.4g}", threshold=_format_threshold(threshold))
@@ -224,6 +240,19 @@ class TrainingLoop:
         finally:
             bar.close()
         self._finish_restart(state, run, model, checkpoint)
+        if summary:
+            print(PROGRESS_SUMMARY_MESSAGE.format(restart=r + 1, n_restarts=settings.n_restarts,
+                                                  epochs=len(run.loss_curve), max_epochs=settings.max_epochs,
+                                                  loss=state.restart_losses[-1]), file=sys.stderr, flush=True)
+
+    def _warn_growth(self, curve: list, restart: int) -> None:
+        """Warn once per restart, at the epoch where the loss first passes LOSS_GROWTH_FACTOR times epoch 1's."""
+        first, loss = curve[0], curve[-1]
+        limit = LOSS_GROWTH_FACTOR * first
+        if first > 0 and loss > limit and all(value <= limit for value in curve[1:-1]):
+            warnings.warn(LOSS_GROWTH_MESSAGE.format(growth=loss / first, first=first, loss=loss, epoch=len(curve),
+                                                     restart=restart, learning_rate=self.settings.learning_rate),
+                          RuntimeWarning, stacklevel=5)  # at the call of train()
 
     def _save_run(self, state, run, model, optimizer, generator, checkpoint) -> None:
         run.model, run.optimizer = model.state_dict(), optimizer.state_dict()
