@@ -176,7 +176,7 @@ def test_every_flipped_byte_is_refused_or_harmless(tmp_path, linear_file):
     data = path.read_bytes()
     end = data.index(b"\n", len(MAGIC))
     reference = saved.decision_function(frame)
-    harmless = 0
+    harmless = []
     for position in range(len(data)):
         flipped = bytearray(data)
         flipped[position] ^= 0x04
@@ -186,8 +186,57 @@ def test_every_flipped_byte_is_refused_or_harmless(tmp_path, linear_file):
             continue
         assert position <= end, f"a flip in the payload at byte {position} was not detected"
         np.testing.assert_array_equal(loaded.decision_function(frame), reference)
-        harmless += 1
-    assert harmless < 10  # e.g. a version digit 0.1.0 -> 0.1.4
+        harmless.append(position)
+    # only a digit of the patch version (0.1.0 -> 0.1.4), which compatible() ignores; every other byte is refused
+    version = data.index(b'"quantile_surrogate":"%s"' % __version__.encode()) + len('"quantile_surrogate":"')
+    patch = version + len(__version__.rsplit(".", 1)[0]) + 1
+    assert harmless == list(range(patch, version + len(__version__)))
+
+
+def edited_sizes(data: bytes, edit) -> bytes:
+    """``data`` (a model file's bytes) with its header's section sizes replaced by ``edit(sizes)``; payload as is."""
+    end = data.index(b"\n", len(MAGIC))
+    header = json.loads(data[len(MAGIC):end])
+    names, sizes = zip(*header["sections"])
+    sizes = edit(list(sizes))
+    names = list(names) + [names[-1]] * (len(sizes) - len(names))  # a size added: the last section listed twice
+    header["sections"] = [list(entry) for entry in zip(names, sizes)]
+    return MAGIC + json.dumps(header).encode() + data[end:]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: [s[0] + 1, s[1]],  # larger: the sizes add up to more than the payload
+    lambda s: [s[0], s[1] - 1],  # smaller
+    lambda s: [s[0] + 5, s[1] - 5],  # the boundary moved, the total kept
+    lambda s: [s[0] - 5, s[1] + 5],
+    lambda s: [-s[0], s[1] + 2 * s[0]],  # negative, the total kept
+    lambda s: [-1, s[1]],
+    lambda s: [str(s[0]), s[1]],  # not numbers, or not whole numbers
+    lambda s: [float(s[0]), s[1]],
+    lambda s: [s[0] + 0.5, s[1] - 0.5],
+    lambda s: ["x", s[1]],
+    lambda s: [None, s[1]],
+    lambda s: [True, s[0] + s[1] - 1],
+    lambda s: [s[0]],  # a section left out, or listed twice
+    lambda s: [s[0], s[1], 0],
+], ids=["larger", "smaller", "moved right", "moved left", "negative", "minus one", "text", "float", "half", "word",
+        "null", "true", "one section", "extra section"])
+def test_a_file_whose_section_sizes_were_edited_is_refused_as_a_damaged_header(tmp_path, linear_file, edit):
+    """The checksum covers the payload, not the sizes: an edited size is one clear refusal, never a load."""
+    data = edited_sizes(linear_file[0].read_bytes(), edit)
+    (tmp_path / "sizes.qs").write_bytes(data)
+    with pytest.raises(InputError, match=exact(model_file.DAMAGED_HEADER_MESSAGE, path=tmp_path / "sizes.qs")):
+        load_model(tmp_path / "sizes.qs")
+
+
+@pytest.mark.parametrize("shift", [-5, -1, 1, 5])
+def test_a_moved_boundary_between_the_tensors_and_a_booster_is_refused_as_a_damaged_header(tmp_path, shift):
+    saved, _ = fitted_once("lightgbm")
+    save_model(saved, tmp_path / "m.qs")
+    data = edited_sizes((tmp_path / "m.qs").read_bytes(), lambda s: [s[0], s[1] + shift, s[2] - shift])
+    (tmp_path / "sizes.qs").write_bytes(data)
+    with pytest.raises(InputError, match=exact(model_file.DAMAGED_HEADER_MESSAGE, path=tmp_path / "sizes.qs")):
+        load_model(tmp_path / "sizes.qs")
 
 
 @pytest.mark.parametrize("cut", [1, 100, -1])

@@ -55,7 +55,10 @@ def test_a_value_the_model_refuses_is_an_input_error_on_one_line():
         _scoring.chunk_scores(saved_model(groups=None, decision_function=refuse), chunk, "d.csv", 0)
 
 
-def test_a_row_the_model_cannot_score_is_an_error_not_a_nan(fitted, csv, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("chunk_rows", [None, 37])
+def test_a_row_the_model_cannot_score_is_an_error_not_a_nan(fitted, csv, tmp_path, capsys, monkeypatch, chunk_rows):
+    """The row named is the row in the file, also when it is in the third chunk (rows 75 to 111 of 37-row chunks)."""
+    from quantile_surrogate.cli import _file_io
     from quantile_surrogate.cli.model_file import SavedModel
 
     model, _ = fitted
@@ -66,9 +69,15 @@ def test_a_row_the_model_cannot_score_is_an_error_not_a_nan(fitted, csv, tmp_pat
         score[X.x1.to_numpy() > 3] = np.nan
         return score
 
-    monkeypatch.setattr(SavedModel, "decision_function", overflowing)
     frame = pd.read_csv(csv)
+    frame.loc[:79, "x1"] = frame.x1[:80].clip(upper=3.0)  # the first row that gets a NaN is past the second chunk
+    data = tmp_path / "late.csv"
+    frame.to_csv(data, index=False)
     row = int(np.flatnonzero(frame.x1.to_numpy() > 3)[0]) + 1
-    message = _scoring.NAN_SCORE_MESSAGE.format(path=csv, row=row)
-    assert_refused(tmp_path, capsys, ["predict", model, csv, "--out", tmp_path / "p.csv"], 1, message)
-    assert_refused(tmp_path, capsys, ["evaluate", model, csv, "--out-dir", tmp_path / "r"], 1, message)
+    assert 2 * 37 < row <= 3 * 37 and row != 1 + (row - 1) % 37  # the row in the chunk would be another number
+    monkeypatch.setattr(SavedModel, "decision_function", overflowing)
+    if chunk_rows is not None:
+        monkeypatch.setattr(_file_io, "CHUNK_ROWS", chunk_rows)
+    message = _scoring.NAN_SCORE_MESSAGE.format(path=data, row=row)
+    assert_refused(tmp_path, capsys, ["predict", model, data, "--out", tmp_path / "p.csv"], 1, message)
+    assert_refused(tmp_path, capsys, ["evaluate", model, data, "--out-dir", tmp_path / "r"], 1, message)

@@ -22,6 +22,7 @@ from quantile_surrogate.baselines import LogisticRegressionBaseline
 from quantile_surrogate.boosting import objective_gradient_hessian
 from quantile_surrogate.estimators import GuaranteedThresholdClassifier, QuantileClassifier
 from quantile_surrogate.objectives import OBJECTIVES
+from quantile_surrogate.objectives.evaluation import training_loss
 from quantile_surrogate.objectives.thresholds import TiedScoresWarning, constraint_threshold, group_constraint_thresholds
 from quantile_surrogate.quantiles import QUANTILE_ESTIMATORS, interval_quantile, quantile_estimates
 from quantile_surrogate._utils.checks import (NOT_TENSOR_MESSAGE, WEIGHT_NEGATIVE_MESSAGE, WEIGHT_NONFINITE_MESSAGE,
@@ -279,9 +280,20 @@ def test_full_batch_training_on_integer_weights_is_training_on_repeated_rows(ini
 def test_train_with_minibatches_runs_and_refuses_a_loader_and_checkpoints(tmp_path):
     X, y = _data()
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    result = train(torch.nn.Linear(3, 1).double(), Xt, yt, sample_weight=_weights(len(y), 4), batch_size=32,
-                   max_epochs=2, random_state=0)
-    assert np.isfinite(result.loss)
+    w = _weights(len(y), 4)
+    common = dict(batch_size=32, max_epochs=2, random_state=0, target=0.8, subset_from_batch=True)
+    result = train(torch.nn.Linear(3, 1).double(), Xt, yt, sample_weight=w, **common)
+    # The reported loss is the loss of the returned model on the rows repeated (float64, to rounding).
+    r = _repeat(w)
+    repeated = training_loss(result.model, Xt[r], yt[r], objective="precision_at_recall", target=0.8)
+    assert result.loss == pytest.approx(repeated, rel=1e-12, abs=0)
+    # Every step weighs its rows and its own batch's A: rows of weight 0 moved far away change nothing at all.
+    X_moved = Xt.clone()
+    X_moved[torch.as_tensor(w == 0)] += 100.0
+    moved = train(torch.nn.Linear(3, 1).double(), X_moved, yt, sample_weight=w, **common)
+    for p, q in zip(result.model.parameters(), moved.model.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-12)
+    assert moved.loss_curve == pytest.approx(result.loss_curve, rel=1e-12)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(Xt, yt), batch_size=32)
     with pytest.raises(ValueError, match=exact(LOADER_WEIGHT_MESSAGE)):
         train(torch.nn.Linear(3, 1).double(), loader, sample_weight=np.ones(len(y)))

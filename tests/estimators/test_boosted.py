@@ -7,6 +7,7 @@ The objectives it boosts are tested in tests/boosting/.
 from __future__ import annotations
 
 import importlib.util
+import math
 import pickle
 from pathlib import Path
 
@@ -67,14 +68,25 @@ def test_without_quantile_rounds_it_is_the_log_loss_model_with_a_moved_threshold
 def test_fit_meets_the_constraint_selects_rounds_and_round_trips_through_text(backend, tmp_path):
     X, y = _tabular(1200, seed=5)
     clf = QuantileBoostingClassifier(target=0.9, backend=backend, n_estimators=20, random_state=0).fit(X, y)
-    assert (clf.predict(X)[y == 1] == 1).mean() >= 0.9
     curve = clf.validation_curve_
+    assert curve.shape == (21, 2)  # after 0 (the log-loss start), 1, ..., 20 quantile rounds: none stopped early
     best = np.flatnonzero(curve[:, 0] == curve[:, 0].max())
     # The best mean held-out metric, ties by the held-out loss, but the log-loss start wins its ties.
     expected = 0 if best[0] == 0 else best[np.argmin(curve[best, 1])]
-    assert clf.best_iteration_ == expected and len(curve) >= 2
+    assert clf.best_iteration_ == expected
     trees = clf.n_logloss_estimators_ + clf.best_iteration_
-    raw = clf.decision_function(X) + clf.threshold_
+    if backend == "lightgbm":
+        raw = clf.booster_.predict(X, raw_score=True)
+    else:
+        raw = clf.booster_.predict(xgb.DMatrix(X), output_margin=True).astype(np.float64)
+    # The threshold, brute force: k = ceil(0.9 |A|) positives above it, midway from the k-th largest
+    # positive score down to the next lower score of any row; exactly those k positives are predicted positive.
+    positive = np.sort(raw[y == 1])[::-1]
+    k = math.ceil(0.9 * positive.size)
+    kth = positive[k - 1]
+    assert clf.threshold_ == 0.5 * (kth + raw[raw < kth].max())
+    assert (clf.predict(X)[y == 1] == 1).sum() == (positive >= kth).sum() == k
+    np.testing.assert_allclose(clf.decision_function(X), raw - clf.threshold_, rtol=0, atol=1e-12)
     if backend == "lightgbm":
         assert clf.booster_.num_trees() == trees
         copy = lgb.Booster(model_str=clf.booster_.model_to_string())
@@ -206,3 +218,14 @@ def test_real_data_benchmark_quick_run():
     assert frame["value"].between(0, 1).all()
     table = module.summary(frame)
     assert "| lightgbm |" in table and "precision at recall 0.9" in table
+
+
+@needs_backends
+def test_a_one_dimensional_x_at_predict_is_one_line_not_the_whole_array():
+    from quantile_surrogate.estimators._threshold import NOT_2D_MESSAGE
+    from tests._messages import exact
+
+    X, y = _tabular(300, seed=2)
+    fitted = QuantileBoostingClassifier(n_estimators=3, n_quantile_estimators=2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=exact(NOT_2D_MESSAGE, ndim=1, shape=(X.shape[1],))):
+        fitted.predict(X[0])

@@ -10,7 +10,8 @@ from sklearn.linear_model import LogisticRegression
 from quantile_surrogate import GuaranteedThresholdClassifier, QuantileClassifier
 from quantile_surrogate.baselines import LogisticRegressionBaseline
 from quantile_surrogate._utils.checks import WEIGHT_NEGATIVE_MESSAGE
-from quantile_surrogate.estimators._threshold import TEXT_COLUMNS_MESSAGE, UNSEEN_LABELS_MESSAGE, ThresholdedClassifier
+from quantile_surrogate.estimators._threshold import (MISSING_LABELS_MESSAGE, NOT_2D_MESSAGE, TEXT_COLUMNS_MESSAGE,
+                                                      UNSEEN_LABELS_MESSAGE, ThresholdedClassifier)
 from quantile_surrogate.objectives import objective_metric
 from quantile_surrogate.objectives.thresholds import TIED_SCORES_MESSAGE, TiedScoresWarning
 from tests._messages import exact, prefix
@@ -114,6 +115,44 @@ def test_a_dataframe_with_a_text_column_names_the_column_and_the_fix(estimator):
     with pytest.raises(ValueError, match=exact(TEXT_COLUMNS_MESSAGE, columns=["c"], dtype=dtype, name=name, first="c")):
         fitted.predict(frame[["a", "b"]].assign(c=frame["city"]))
 
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_a_label_that_is_none_is_named_with_its_row(estimator):
+    X, y = _data()
+    labels = y.astype(object)
+    labels[[7, 30]] = None, float("nan")
+    with pytest.raises(ValueError, match=exact(MISSING_LABELS_MESSAGE, count=2, rows=[7, 30])):
+        clone(estimator).fit(X, labels)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_an_object_array_with_a_text_column_names_the_column_and_the_fix(estimator):
+    X, y = _data()
+    mixed = X.astype(object)
+    mixed[:, 2] = np.where(y == 1, "x", "y")
+    name = type(estimator.estimator if hasattr(estimator, "estimator") else estimator).__name__
+    message = exact(TEXT_COLUMNS_MESSAGE, columns=[2], dtype=np.dtype(object), name=name, first=[2])
+    with pytest.raises(ValueError, match=message) as raised:
+        clone(estimator).fit(mixed, y)
+    assert str(raised.value).count("\n") == 0
+    fitted = clone(estimator).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        fitted.predict(mixed)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_a_one_dimensional_x_is_one_line_not_the_whole_array(estimator):
+    # scikit-learn's own message prints every value (301 lines for 1,200 rows); its checks look for "Reshape your data".
+    X, y = _data()
+    with pytest.raises(ValueError, match=exact(NOT_2D_MESSAGE, ndim=1, shape=(400,))) as raised:
+        clone(estimator).fit(X[:, 0], y)
+    assert "\n" not in str(raised.value) and "Reshape your data" in str(raised.value)
+    fitted = clone(estimator).fit(X, y)
+    with pytest.raises(ValueError, match=exact(NOT_2D_MESSAGE, ndim=1, shape=(3,))):
+        fitted.predict(X[0])
+    with pytest.raises(ValueError, match=exact(NOT_2D_MESSAGE, ndim=0, shape=())):
+        fitted.decision_function(1.5)
 
 # -- one API: keyword-only parameters, one order of fit/score/predict's extra arguments, one default target --
 def _every_estimator_class():

@@ -256,6 +256,18 @@ def _reference_loss(values, positive, rates, subset_rows, penalize):
     return float(np.mean(per_rate)), thresholds
 
 
+def _half_terms_loss(penalised, thresholds, penalize):
+    """The loss a user sees in half precision, brute force: each row's margin to each returned threshold and its
+    softplus rounded to the scores' dtype (as the per-row terms are), their mean over rows and levels exact,
+    rounded once. A count or sum kept in half precision misses it (80,000 rows are inf in float16)."""
+    dtype, rows = penalised.dtype, penalised.double()
+    means = []
+    for theta in thresholds.detach().double().reshape(-1).tolist():
+        margin = (rows - theta if penalize == "negatives" else theta - rows).to(dtype).double()
+        means.append(float(torch.nn.functional.softplus(margin).to(dtype).double().mean()))
+    return float(torch.tensor(float(np.mean(means)), dtype=torch.float64).to(dtype))
+
+
 HALF_LOSSES = {
     "precision_at_recall": (lambda s, y, **kw: L.precision_at_recall_loss(s, y, 0.9, **kw), (0.9,), "pos", "negatives"),
     "precision_at_rate fp": (lambda s, y, **kw: L.precision_at_rate_loss(s, y, 0.05, **kw), (0.05,), "all", "negatives"),
@@ -287,6 +299,8 @@ def test_half_precision_losses_match_the_float64_reference_above_65504_rows(dtyp
         torch.testing.assert_close(out.threshold.double(), torch.tensor(thresholds, dtype=torch.float64).squeeze(),
                                    atol=1e-5, rtol=eps / 2, msg=name)
         assert float(out.loss.detach()) == pytest.approx(expected, abs=4 * eps * (1 + expected)), name
+        penalised = ~positive_np if penalize == "negatives" else positive_np
+        assert float(out.loss.detach()) == _half_terms_loss(values[penalised], out.threshold, penalize), name
         out.loss.backward()
         wide = values.double().requires_grad_()
         loss_fn(wide, labels).backward()
@@ -305,10 +319,11 @@ def test_half_precision_pr_auc_stays_finite_when_a_levels_sum_passes_65504(dtype
     labels = torch.as_tensor(positive).long()
     expected = float(L.pr_auc_loss(values.double(), labels))
     assert expected > 4.0 and expected * (~positive).sum() > 65504
-    got = L.pr_auc_loss(values, labels)
-    assert got.dtype == dtype
+    out = L.pr_auc_loss(values, labels, return_threshold=True)
+    assert out.loss.dtype == dtype
     eps = torch.finfo(dtype).eps
-    assert float(got) == pytest.approx(expected, abs=4 * eps * (1 + expected))
+    assert float(out.loss) == pytest.approx(expected, abs=4 * eps * (1 + expected))
+    assert float(out.loss) == _half_terms_loss(values[~positive], out.threshold, "negatives")
 
 
 def test_a_callable_quantile_of_the_wrong_shape_is_named_by_the_losses():

@@ -9,6 +9,7 @@ so all checks share one launch.
 
 import os
 import sys
+import time
 from datetime import timedelta
 
 import pytest
@@ -146,8 +147,32 @@ def _worker(rank, store_path, out_dir):
             thresholds.append(criterion.threshold.clone())
         results["ddp"] = ({k: v.detach().clone() for k, v in model.module.state_dict().items()}, torch.stack(thresholds))
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
+        del model, criterion, optimizer  # DDP's reducer holds the group: release it before the teardown
     finally:
-        dist.destroy_process_group()
+        _quiet_teardown(rank, out_dir)
+    # Leave without the interpreter's finalisation: torch's and gloo's C++ objects destroyed in an
+    # arbitrary order at exit can abort a rank ("terminate called without an active exception")
+    # after its results are saved and the group is gone. Every file this rank writes is closed.
+    os._exit(0)
+
+
+def _quiet_teardown(rank, out_dir):
+    """Tear the group down only once every rank is past its last gloo operation.
+
+    A rank that closes its connections while its peer still waits on the last message of a
+    collective makes gloo's receiving thread throw, and the peer aborts ("terminate called
+    without an active exception"). So: a gloo barrier, then a second barrier through a file
+    store of its own (a rank posts to it only after its gloo barrier has returned, so no gloo
+    message is in flight once it opens), then ``destroy_process_group``.
+    """
+    dist.barrier()
+    store = dist.FileStore(os.path.join(out_dir, "teardown"), WORLD)
+    store.add("done", 1)
+    store.wait(["done"])
+    deadline = time.monotonic() + 60
+    while store.add("done", 0) < WORLD and time.monotonic() < deadline:
+        time.sleep(0.01)
+    dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")

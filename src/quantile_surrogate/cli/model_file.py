@@ -19,7 +19,9 @@ Layout (``.qs`` by convention)::
 
 ``sha256`` is the checksum of every byte after the header line; :func:`load_model` checks it
 before it parses anything, so a damaged or edited file is refused, not loaded with other
-numbers. Only the classes of ``quantile_surrogate.cli._codecs.CODECS`` are rebuilt (a
+numbers; the header's section sizes, which the checksum does not cover, must be whole numbers
+that cut the payload exactly where the sections meet (else "the header is damaged"). Only the
+classes of ``quantile_surrogate.cli._codecs.CODECS`` are rebuilt (a
 ``Pipeline`` of the command line's encoder and a :class:`~quantile_surrogate.QuantileClassifier`
 or :class:`~quantile_surrogate.QuantileBoostingClassifier`, optionally inside a
 :class:`~quantile_surrogate.GuaranteedThresholdClassifier`), by calling their constructors;
@@ -54,6 +56,8 @@ FORMAT = 2
 MAX_HEADER_BYTES = 65536
 BLOB = "blob:"
 """Sections named ``blob:NAME`` hold a boosted model in its library's own text format."""
+# torch.save writes a zip: its first local header, and its end-of-central-directory record 22 bytes before the end.
+_ZIP_START, _ZIP_END = b"PK\x03\x04", b"PK\x05\x06"
 
 # Each message names the file and says what to do (refit, or install the version that wrote it).
 NOT_A_MODEL_FILE_MESSAGE = "{path}: not a quantile-surrogate model file (write one with `quantile-surrogate fit`)."
@@ -251,7 +255,7 @@ def save_model(saved: SavedModel, path, *, inputs=()) -> None:
 
 
 def _read_header(path: Path, data: bytes) -> tuple[dict, bytes]:
-    """The header (checked: format, version, sizes, checksum) and the payload."""
+    """The header (checked: format, version, checksum) and the payload; :func:`_split` checks the sizes."""
     if not data.startswith(MAGIC):
         raise InputError(NOT_A_MODEL_FILE_MESSAGE.format(path=path))
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
@@ -267,14 +271,38 @@ def _read_header(path: Path, data: bytes) -> tuple[dict, bytes]:
     if header["format"] != FORMAT:
         raise InputError(UNKNOWN_FORMAT_MESSAGE.format(path=path, format=header["format"], running=__version__))
     payload = data[end + 1:]
-    try:
-        sizes = [int(size) for _, size in header["sections"]]
-        intact = sum(sizes) == len(payload) and hashlib.sha256(payload).hexdigest() == header["sha256"]
-    except (KeyError, TypeError, ValueError):
-        intact = False
-    if not intact:
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise InputError(CHECKSUM_MESSAGE.format(path=path))
     return header, payload
+
+
+def _split(path: Path, header: dict, payload: bytes) -> tuple[dict, dict]:
+    """The parsed description and every section's bytes, cut where the header says.
+
+    The checksum covers the payload, not the header's list of sections; a list whose sizes were
+    edited (larger, smaller, negative, not whole numbers) or that cuts the payload anywhere but
+    where the sections meet (the description is not one JSON object, or the tensors' zip does not
+    end where the section ends) is a damaged header, refused before anything else is parsed.
+    """
+    listed = header.get("sections")
+    if not isinstance(listed, list) or not all(isinstance(entry, list) and len(entry) == 2 for entry in listed):
+        raise InputError(DAMAGED_HEADER_MESSAGE.format(path=path))
+    names, sizes = [name for name, _ in listed], [size for _, size in listed]
+    if (names[:2] != ["description", "tensors"] or len(set(map(str, names))) != len(names)
+            or not all(isinstance(name, str) and name.startswith(BLOB) for name in names[2:])
+            or not all(type(size) is int and size >= 0 for size in sizes) or sum(sizes) != len(payload)):
+        raise InputError(DAMAGED_HEADER_MESSAGE.format(path=path))
+    sections, start = {}, 0
+    for name, size in listed:
+        sections[name], start = payload[start:start + size], start + size
+    try:
+        description = json.loads(sections["description"])
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
+        description = None
+    tensors = sections["tensors"]
+    if not isinstance(description, dict) or (tensors[:4] == _ZIP_START and tensors[-22:-18] != _ZIP_END):
+        raise InputError(DAMAGED_HEADER_MESSAGE.format(path=path))
+    return description, sections
 
 
 def load_model(path) -> SavedModel:
@@ -324,12 +352,8 @@ def load_model(path) -> SavedModel:
 
 def _decode(path: Path, data: bytes) -> SavedModel:
     """The model in ``data``, the bytes of the file ``path`` (named in errors)."""
-    header, payload = _read_header(path, data)
-    sections, start = {}, 0
-    for name, size in header["sections"]:
-        sections[str(name)], start = payload[start:start + int(size)], start + int(size)
+    description, sections = _split(path, *_read_header(path, data))
     try:
-        description = json.loads(sections["description"])
         tensors = torch.load(io.BytesIO(sections["tensors"]), map_location="cpu", weights_only=True)
         if not isinstance(tensors, dict) or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
             raise ValueError(NOT_TENSORS_MESSAGE)

@@ -18,6 +18,7 @@ in ``fit``, calls the steps below in order: :meth:`_validate_training_data`,
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from numbers import Real
 
 import numpy as np
@@ -31,7 +32,8 @@ from ..objectives import get_objective, objective_metric
 from ..objectives.thresholds import boundary_ties, constraint_threshold, group_constraint_thresholds
 from ._groups import GROUP_WITHOUT_SUBSET_MESSAGE, encode_groups, group_codes
 
-__all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE", "TARGET_CONSTRAINT"]
+__all__ = ["ThresholdedClassifier", "ONE_CLASS_MESSAGE", "UNSEEN_LABELS_MESSAGE", "TARGET_CONSTRAINT",
+           "MISSING_LABELS_MESSAGE", "NOT_2D_MESSAGE", "check_labels_present", "short_input_errors"]
 
 TARGET_CONSTRAINT = [Interval(Real, 0, 1, closed="neither"), None]
 """The ``target`` of every estimator and baseline: a rate in (0, 1), or None for the objective's
@@ -52,6 +54,65 @@ TEXT_COLUMNS_MESSAGE = (
     "Encode them first, e.g. sklearn.compose.make_column_transformer((OneHotEncoder(), {first!r}), "
     "remainder='passthrough') in a Pipeline, or drop them (the command line one-hot encodes text columns itself)."
 )
+
+
+#: A ``y`` with None (or NaN) among its labels; "Unknown label type" is the phrase scikit-learn's checks look for.
+MISSING_LABELS_MESSAGE = (
+    "Unknown label type: `y` has {count} missing label(s) (None or NaN), first at row(s) {rows}; every row needs "
+    "one of the two classes. Drop those rows (and their rows of X) or fill in their labels."
+)
+#: An ``X`` that is not 2-D, in one line (scikit-learn's own message prints the whole array).
+NOT_2D_MESSAGE = (
+    "`X` must be 2-D, shape (n_samples, n_features); got a {ndim}-D array of shape {shape}. Reshape your data: "
+    "X.reshape(-1, 1) if it has a single feature, X.reshape(1, -1) if it is a single sample."
+)
+
+
+def check_labels_present(y) -> None:
+    """ValueError (:data:`MISSING_LABELS_MESSAGE`) when an object ``y`` holds None or NaN; else nothing."""
+    y = None if y is None else np.asarray(y)
+    if y is None or y.dtype != object:
+        return  # a float y with NaN gets scikit-learn's one-line "Input y contains NaN."
+    missing = np.fromiter((value is None or (isinstance(value, float) and value != value) for value in y.ravel()),
+                          dtype=bool, count=y.size)
+    if missing.any():
+        raise ValueError(MISSING_LABELS_MESSAGE.format(count=int(missing.sum()),
+                                                       rows=np.flatnonzero(missing)[:5].tolist()))
+
+
+def _short_input_error(error: ValueError, X, name: str):
+    """One line for scikit-learn's input errors that print the whole array or name no column; else None."""
+    text = str(error)
+    if text.startswith("Expected 2D array") and "\narray=" in text:
+        array = np.asarray(X, dtype=object) if not hasattr(X, "shape") else X
+        return ValueError(NOT_2D_MESSAGE.format(ndim=np.ndim(array), shape=tuple(np.shape(array))))
+    if text.startswith("could not convert string to float") and np.ndim(X) == 2 and not hasattr(X, "columns"):
+        rows = np.asarray(X, dtype=object)
+        columns = [j for j in range(rows.shape[1]) if not _numeric_column(rows[:, j])]
+        if columns:
+            return ValueError(TEXT_COLUMNS_MESSAGE.format(columns=columns[:5], dtype=rows.dtype, name=name,
+                                                          first=columns[:1]))
+    return None
+
+
+def _numeric_column(column) -> bool:
+    try:
+        np.asarray(column, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+@contextmanager
+def short_input_errors(X, name: str):
+    """Re-raise scikit-learn's whole-array and unnamed-text-column ``ValueError`` about ``X`` as one clear line."""
+    try:
+        yield
+    except ValueError as error:
+        short = _short_input_error(error, X, name)
+        if short is None:
+            raise
+        raise short from None  # the original would print the whole array again
 
 
 def refuse_text_columns(X, name: str):
@@ -93,15 +154,18 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_X(self, X):
         """``X`` checked against what ``fit`` saw (features, dtype), as ``_raw_scores`` expects it."""
-        return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
-                             reset=False)
+        with short_input_errors(X, type(self).__name__):
+            return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
+                                 reset=False)
 
     # -- the steps of fit ------------------------------------------------------------------
     def _validate_training_data(self, X, y, **check):
         """``(X, y01)``: ``X`` validated (``n_features_in_`` set), ``y01`` int64 with 1 for ``classes_[1]``."""
         refuse_text_columns(X, type(self).__name__)
+        check_labels_present(y)
         try:
-            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **check)
+            with short_input_errors(X, type(self).__name__):
+                X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **check)
         except ValueError as error:
             if "inconsistent numbers of samples" in str(error):
                 raise ValueError(ROWS_MISMATCH_MESSAGE.format(error=error)) from error

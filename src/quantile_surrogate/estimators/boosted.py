@@ -22,7 +22,7 @@ from ..selection._scorer import FoldData, HeldOutCurve
 from ..selection._splits import shuffle_splits
 from ..selection._start_rule import select_rounds
 from ._boosting_backends import BACKENDS, make_backend
-from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, refuse_text_columns
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, refuse_text_columns, short_input_errors
 from .._utils.checks import check_sample_weight
 from .._utils.errors import TrainingDivergedError
 
@@ -236,8 +236,9 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
 
     # -- helpers ------------------------------------------------------------------------------
     def _check_X(self, X):
-        return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
-                             reset=False, ensure_all_finite="allow-nan")
+        with short_input_errors(X, type(self).__name__):  # a 1-D X: one line, not scikit-learn's whole array
+            return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
+                                 reset=False, ensure_all_finite="allow-nan")
 
     def _bandwidth(self, y01, codes):
         """``bandwidth="auto"``: ``30 / |A|`` clipped to [0.05, 0.3], ``|A|`` the smallest group's rows of A."""

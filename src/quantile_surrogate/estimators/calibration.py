@@ -33,7 +33,7 @@ from ..objectives.guarantees import (
 from ..objectives import OBJECTIVES
 from ..selection._splits import calibration_split
 from ._groups import encode_groups
-from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, check_labels_present, short_input_errors
 
 # The functions of quantile_surrogate.objectives.guarantees imported above are documented there, not here.
 __all__ = ["GuaranteedThresholdClassifier", "calibrate_threshold", "CONSTRAINTS"]
@@ -228,6 +228,7 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
             raise TypeError(UNEXPECTED_FIT_PARAMS_MESSAGE.format(names=sorted(fit_params)))
         if y is None:
             raise ValueError(Y_NONE_MESSAGE)
+        check_labels_present(y)
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)  # a continuous y: scikit-learn's "Unknown label type" message
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
@@ -239,7 +240,8 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         if isinstance(estimator, FrozenEstimator):
             X_cal, y_cal, codes_cal = X, y, codes
         else:
-            X_cal, y_cal, codes_cal = self._split(estimator, X, y, codes)
+            with short_input_errors(X, type(estimator).__name__):
+                X_cal, y_cal, codes_cal = self._split(estimator, X, y, codes)
         self.estimator_ = estimator
         inner = estimator.estimator if isinstance(estimator, FrozenEstimator) else estimator
         if isinstance(inner, ThresholdedClassifier) and getattr(inner, "groups_", None) is not None:
@@ -249,7 +251,8 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         unknown = np.setdiff1d(np.unique(y_cal), self.classes_)
         if unknown.size:
             raise ValueError(UNKNOWN_LABELS_MESSAGE.format(unknown=unknown.tolist(), classes=self.classes_.tolist()))
-        scores = _response(estimator, X_cal, self.response_method)
+        with short_input_errors(X, type(inner).__name__):
+            scores = _response(estimator, X_cal, self.response_method)
         in_subset = self._objective_spec().subset_mask(y_cal == self.classes_[1])
         if codes is None:
             self._calibrate_one(scores[in_subset])
@@ -310,7 +313,9 @@ class GuaranteedThresholdClassifier(ThresholdedClassifier):
         return X  # the wrapped estimator validates its own input
 
     def _raw_scores(self, X) -> np.ndarray:
-        return _response(self.estimator_, X, self.response_method)
+        inner = self.estimator_.estimator if isinstance(self.estimator_, FrozenEstimator) else self.estimator_
+        with short_input_errors(X, type(inner).__name__):
+            return _response(self.estimator_, X, self.response_method)
 
     @property
     def n_features_in_(self):
