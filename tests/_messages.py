@@ -9,8 +9,8 @@ def exact(message: str, *positional, **fields) -> str:
     return re.escape(message.format(*positional, **fields))
 
 
-def prefix(message: str, **fields) -> str:
-    """A ``match=`` pattern for a message constant up to its first field not in ``fields``."""
+def text(message: str, **fields) -> str:
+    """A message constant's text up to its first field not in ``fields`` (a fragment to look for in output)."""
     head = ""
     for literal, field, spec, conversion in string.Formatter().parse(message):
         head += literal
@@ -18,4 +18,9 @@ def prefix(message: str, **fields) -> str:
             break
         value = fields[field]
         head += format(repr(value) if conversion == "r" else value, spec)
-    return re.escape(head)
+    return head
+
+
+def prefix(message: str, **fields) -> str:
+    """A ``match=`` pattern for a message constant up to its first field not in ``fields``."""
+    return re.escape(text(message, **fields))

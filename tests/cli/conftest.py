@@ -1,7 +1,5 @@
 """Fixtures of the command-line tests: a small training file and a model fitted on it; a refusal's check."""
 
-import string
-
 import pytest
 
 from tests._cli import assert_one_line_error, make_frame, run, snapshot
@@ -30,15 +28,3 @@ def assert_refused(tmp_path, capsys, argv, code, *fragments):
     assert out == ""
     assert_one_line_error(err, *fragments)
     assert snapshot(tmp_path) == before
-
-
-def text(message: str, **fields) -> str:
-    """A message constant's text up to its first field not in ``fields`` (the fragment ``assert_refused`` looks for)."""
-    head = ""
-    for literal, field, spec, conversion in string.Formatter().parse(message):
-        head += literal
-        if field is None or field not in fields:
-            break
-        value = fields[field]
-        head += format(repr(value) if conversion == "r" else value, spec)
-    return head

@@ -13,7 +13,8 @@ from quantile_surrogate.cli import _args, _evaluate, _file_io, _fit
 from quantile_surrogate.cli.model_file import load_model
 
 from tests._cli import FIT, make_frame, run
-from tests.cli.conftest import assert_refused, text
+from tests._messages import text
+from tests.cli.conftest import assert_refused
 
 M = _file_io  # the messages of the file's checks
 

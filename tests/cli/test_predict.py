@@ -13,7 +13,8 @@ import pytest
 from quantile_surrogate.cli import _args, _file_io, _predict, _scoring, model_file
 
 from tests._cli import make_frame, run
-from tests.cli.conftest import assert_refused, text
+from tests._messages import text
+from tests.cli.conftest import assert_refused
 
 
 def test_bad_model_files(tmp_path, csv, capsys):
