@@ -127,6 +127,20 @@ def test_a_checkpoint_from_another_fit_is_refused_and_the_message_says_why(tmp_p
         train(model, second.pop("X"), second.pop("y"), **dict(kwargs, **second))
 
 
+def test_a_checkpoint_of_other_validation_weights_is_refused(tmp_path):
+    # The validation weights decide the validation metric, so they are part of the fit's fingerprint.
+    X, y = blobs()
+    Xv, yv = blobs(n=100, seed=7)
+    path = tmp_path / "fit.pt"
+    kwargs = dict(objective="precision_at_rate", target=0.2, checkpoint=path, validation=(Xv, yv), **SHORT)
+    weight = torch.ones(100, dtype=torch.float64)
+    train(linear(), X, y, validation_weight=weight, **kwargs)
+    other = weight.clone()
+    other[:10] = 3.0
+    with pytest.raises(ValueError, match=exact(MISMATCH_MESSAGE, path=str(path), parts="validation")):
+        train(linear(), X, y, validation_weight=other, **kwargs)
+
+
 # -- files that are not checkpoints ------------------------------------------------------------------
 class Exploit:
     """Unpickling this would create a folder: the proof that code ran."""

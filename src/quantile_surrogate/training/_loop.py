@@ -133,8 +133,8 @@ class TrainingLoop:
         if checkpoint is not None:
             data, val = self.data, self.validation
             tensors = {"X": data.X, "y": data.labels, "groups": data.groups,
-                       "validation": None if val is None else tuple(t for t in (val.X, val.labels, val.groups)
-                                                                    if t is not None)}
+                       "validation": None if val is None else tuple(
+                           t for t in (val.X, val.labels, val.groups, val.weight) if t is not None)}
             key = fingerprint(self.settings, tensors, random_state, architecture)
             state = load_checkpoint(checkpoint, key)
             if state is not None:
