@@ -1,5 +1,5 @@
-"""Each folder of the package is one layer, imports only go down, and no import cycle exists
-(docs/architecture.md).
+"""Each folder of the package is one layer, imports only go down, no import cycle exists, and no
+file or function outgrows the size rule (docs/architecture.md).
 
 The import graph is read from the source with ``ast``: module-level imports, imports inside
 functions, and modules loaded by name (``importlib.import_module("quantile_surrogate...")``) all
@@ -171,3 +171,49 @@ def test_the_graph_sees_every_kind_of_import(tmp_path):
     assert graph[f"{NAME}.estimators.q"] == {f"{NAME}.training.bad"}
     assert graph[f"{NAME}.cli.main"] == {f"{NAME}.cli.other", f"{NAME}.estimators"}
     assert cycles(graph) == [[f"{NAME}.estimators.q", f"{NAME}.training.bad"]]
+
+
+# -- sizes, counted in code lines: not blank, not a comment, not a docstring ---------------------
+MAX_FILE_LINES = 300
+MAX_FUNCTION_LINES = 60
+
+
+def _docstring_lines(tree) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def code_lines(text: str, tree, start: int = 1, end: int | None = None) -> int:
+    """Lines in ``start..end`` that are neither blank, a comment nor part of a docstring."""
+    docstrings, lines = _docstring_lines(tree), text.splitlines()
+    return sum(1 for number in range(start, (end or len(lines)) + 1)
+               if lines[number - 1].strip() and not lines[number - 1].strip().startswith("#")
+               and number not in docstrings)
+
+
+def sizes(path: Path):
+    """``(code lines of the file, [(code lines, function name), ...])``."""
+    text = path.read_text()
+    tree = ast.parse(text)
+    functions = [(code_lines(text, tree, node.lineno, node.end_lineno), node.name) for node in ast.walk(tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return code_lines(text, tree), functions
+
+
+@pytest.mark.parametrize("name", sorted(FILES), ids=lambda n: n.removeprefix(NAME + "."))
+def test_files_and_functions_stay_within_the_size_rule(name):
+    file_lines, functions = sizes(FILES[name])
+    assert file_lines <= MAX_FILE_LINES, f"{name}: {file_lines} code lines; split it by concept"
+    long = [(lines, function) for lines, function in functions if lines > MAX_FUNCTION_LINES]
+    assert not long, f"{name}: functions over {MAX_FUNCTION_LINES} code lines: {long}"
+
+
+def test_the_size_count_leaves_out_docstrings_comments_and_blank_lines(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text('"""Doc\nstring."""\n\n# a comment\ndef f():\n    """Doc."""\n    x = 1\n\n    return x\n')
+    assert sizes(path) == (3, [(3, "f")])  # def, x = 1, return x
