@@ -12,11 +12,11 @@ population through the normal CDF:
 Coverage is the fraction of draws whose population constraint holds; "exact" is the
 closed form ``P(Binomial(n, tail) >= k)`` for the rank used (the scores are continuous).
 
-Per-group guarantee (``calibrate_threshold(..., groups=)``): two groups whose positives score
+Per-group guarantee (``calibrate_threshold(..., sensitive_features=)``): two groups whose positives score
 differently (group "a" ~ N(2, 1), group "b" ~ N(1, 0.5); negatives ~ N(0, 1) in both), rows drawn
 with P(group b) = 0.2 and P(y = 1) = 0.3 in both groups, so the group sizes are random. Each
 group's population recall is ``Phi((mu_g - t_g) / sigma_g)``; it is compared with the plain
-per-group quantile (the training thresholds of ``fit(groups=)``) and one pooled guaranteed
+per-group quantile (the training thresholds of ``fit(sensitive_features=)``) and one pooled guaranteed
 threshold (no groups). "exact" is the mean over draws of ``P(Binomial(n_g, 1 - c) >= k(n_g))``.
 
 Run: ``.venv/bin/python benchmarks/calibration_simulation.py [--draws 1000 --seed 0]``;

@@ -1,4 +1,4 @@
-"""Group-wise rate constraints: QuantileClassifier(groups=) against fairlearn, on two small real data sets.
+"""Group-wise rate constraints: QuantileClassifier(sensitive_features=) against fairlearn, on two small real data sets.
 
 Two constraints, each required in every group (the group is a column removed from the features):
 
@@ -22,8 +22,8 @@ Methods (all on the same standardised features and the same splits):
                    TruePositiveRateParity()), default error-rate objective, randomised predictions
 ``eg_level``       ``eg`` with the false-negative cost tuned by bisection on the training rows so
                    that it reaches the level (rate >= 0.2, or every group's recall >= 0.8)
-``qc``             QuantileClassifier(objective, target), no groups
-``qc_groups``      QuantileClassifier(objective, target).fit(X, y, groups=group)
+``qc``             QuantileClassifier(objective=..., target=...), no groups
+``qc_groups``      QuantileClassifier(objective=..., target=...).fit(X, y, sensitive_features=group)
 =================  ===========================================================================
 
 Data (nothing is downloaded):

@@ -15,13 +15,13 @@ num_leaves=31 and min_child_samples=20, XGBoost's max_depth=6; one thread each):
 ``logistic``           StandardScaler + LogisticRegression(max_iter=2000), threshold moved
 ``logistic_converged`` the same, solved to ``tol=1e-10`` (the optimum that QuantileClassifier's logistic
                        start reaches; scikit-learn's default ``tol=1e-4`` stops short of it)
-``quantile_linear``    QuantileClassifier(objective, target), defaults (a linear model)
+``quantile_linear``    QuantileClassifier(objective=..., target=...), defaults (a linear model)
 ``quantile_mlp``       QuantileClassifier(..., hidden_layer_sizes=(64,))
-``quantile_cv``        QuantileClassifierCV(objective, target), defaults (alpha, bandwidth, family by 3-fold)
+``quantile_cv``        QuantileClassifierCV(objective=..., target=...), defaults (alpha, bandwidth, family by 3-fold)
 ``lightgbm``           LGBMClassifier, log loss, threshold moved ("LightGBM + threshold")
 ``xgboost``            XGBClassifier, log loss, threshold moved
-``qb_lightgbm``        QuantileBoostingClassifier(objective, target, backend="lightgbm")
-``qb_xgboost``         QuantileBoostingClassifier(objective, target, backend="xgboost")
+``qb_lightgbm``        QuantileBoostingClassifier(objective=..., target=..., backend="lightgbm")
+``qb_xgboost``         QuantileBoostingClassifier(objective=..., target=..., backend="xgboost")
 =====================  ====================================================================
 
 Run (docs/real_data.md's first table came from this; results/README.md has the command of every

@@ -71,7 +71,7 @@ with threadpool_limits(1):
     for repeat in range(repeats):
         for objective, target in (("precision_at_recall", 0.9), ("precision_at_rate", 0.05)):
             start = time.process_time()
-            QuantileClassifier(objective, target, random_state=repeat).fit(X, y)
+            QuantileClassifier(objective=objective, target=target, random_state=repeat).fit(X, y)
             times.setdefault(objective, []).append(time.process_time() - start)
 print(json.dumps(times))
 """
