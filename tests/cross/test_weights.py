@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 import pytest
-import sklearn
 import torch
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
@@ -384,13 +383,6 @@ def test_boosted_classifier_uses_the_weights():
 
 
 # -- metadata routing -----------------------------------------------------------------------------
-@pytest.fixture
-def routing():
-    sklearn.set_config(enable_metadata_routing=True)
-    yield
-    sklearn.set_config(enable_metadata_routing=False)
-
-
 def test_metadata_routing_passes_sample_weight_through_pipeline_and_grid_search(routing):
     X, y = _data(200, 6)
     w = _weights(len(y), 11)

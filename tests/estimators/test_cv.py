@@ -8,7 +8,6 @@ integer weights must equal the rows repeated with the same folds.
 
 import numpy as np
 import pytest
-import sklearn
 import torch
 from sklearn.datasets import make_circles, make_classification
 from sklearn.metrics import average_precision_score
@@ -190,22 +189,16 @@ def test_n_jobs_gives_the_same_choice():
     np.testing.assert_array_equal(one.cv_results_["mean_test_score"], two.cv_results_["mean_test_score"])
 
 
-@pytest.fixture
-def routing():
-    sklearn.set_config(enable_metadata_routing=True)
-    yield
-    sklearn.set_config(enable_metadata_routing=False)
-
-
 def test_metadata_routing_passes_sample_weight_through_pipeline_and_grid_search(routing):
     X, y = _data(200, 6)
     w = np.random.default_rng(1).integers(1, 4, len(y)).astype(float)
     seen = []
 
     class Spy(QuantileClassifierCV):
-        def fit(self, X, y, sample_weight=None, groups=None):
+        def fit(self, X, y, *, sample_weight=None, sensitive_features=None, groups=None):
             seen.append(None if sample_weight is None else np.asarray(sample_weight).copy())
-            return super().fit(X, y, sample_weight=sample_weight, sensitive_features=groups)
+            return super().fit(X, y, sample_weight=sample_weight, sensitive_features=sensitive_features,
+                               groups=groups)
 
     small = dict(target=0.9, alphas=(1e-3,), bandwidths=(0.1,), hidden_layer_sizes_grid=((),), cv=2,
                  estimator=QuantileClassifier(max_epochs=2, n_restarts=1), random_state=0)

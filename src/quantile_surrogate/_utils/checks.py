@@ -115,14 +115,19 @@ def check_reduction(value: str) -> str:
     return value
 
 
+def _check_float_tensor(value, name: str, ndim: int, shape_message: str) -> None:
+    """``value`` is a floating point tensor with ``ndim`` dimensions (``TypeError`` / ``ValueError`` otherwise)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(NOT_TENSOR_MESSAGE.format(name=name, type_name=type(value).__name__))
+    if not value.is_floating_point():
+        raise TypeError(NOT_FLOAT_MESSAGE.format(name=name, dtype=value.dtype))
+    if value.ndim != ndim:
+        raise ValueError(shape_message.format(name=name, shape=tuple(value.shape)))
+
+
 def check_scores(scores, name: str = "scores", *, finite: bool = True) -> torch.Tensor:
     """A non-empty 1-D floating point tensor; with ``finite``, also free of NaN and inf."""
-    if not isinstance(scores, torch.Tensor):
-        raise TypeError(NOT_TENSOR_MESSAGE.format(name=name, type_name=type(scores).__name__))
-    if not scores.is_floating_point():
-        raise TypeError(NOT_FLOAT_MESSAGE.format(name=name, dtype=scores.dtype))
-    if scores.ndim != 1:
-        raise ValueError(NOT_1D_MESSAGE.format(name=name, shape=tuple(scores.shape)))
+    _check_float_tensor(scores, name, 1, NOT_1D_MESSAGE)
     if scores.numel() == 0:
         raise ValueError(EMPTY_MESSAGE.format(name=name))
     if finite and not all_finite(scores):
@@ -363,12 +368,7 @@ def check_training_data(X, y, name_x: str = "X", name_y: str = "y") -> torch.Ten
     The NaN/inf check runs in chunks of rows (:data:`FINITE_CHECK_VALUES` values), so that
     it never holds a second copy of ``X``.
     """
-    if not isinstance(X, torch.Tensor):
-        raise TypeError(NOT_TENSOR_MESSAGE.format(name=name_x, type_name=type(X).__name__))
-    if not X.is_floating_point():
-        raise TypeError(NOT_FLOAT_MESSAGE.format(name=name_x, dtype=X.dtype))
-    if X.ndim != 2:
-        raise ValueError(NOT_2D_MESSAGE.format(name=name_x, shape=tuple(X.shape)))
+    _check_float_tensor(X, name_x, 2, NOT_2D_MESSAGE)
     for chunk in X.split(max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))):
         if not all_finite(chunk):
             raise ValueError(DATA_NONFINITE_MESSAGE.format(name=name_x))
