@@ -1,22 +1,11 @@
 """The issue-12 target tables read from a per-split benchmark CSV (benchmarks/real_data_targets.py), and the
 behaviour check that re-runs committed rows and compares them (benchmarks/real_data.py --compare)."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from tests._benchmarks import load
 
 targets = load("real_data_targets")
 

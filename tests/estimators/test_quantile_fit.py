@@ -64,35 +64,33 @@ def test_auto_early_stopping_holds_out_rows_only_on_large_data():
     assert paper.validation_curve_ is None and paper.selection_ is None and paper.n_iter_ == 2  # every epoch, every row
 
 
-def test_k_fold_selection_keeps_the_best_held_out_candidate():
+def test_k_fold_selection_records_the_out_of_fold_rule():
     X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], random_state=3)
     clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
     sel = clf.selection_
     assert sel["fold_metric"].shape == (3, clf.n_restarts, len(sel["epochs"]))
+    assert sel["pooled_metric"].shape == sel["win_share"].shape == sel["mean_loss"].shape
     assert np.isnan(sel["mean_metric"][1:, 0]).all()  # a random start is no candidate; the logistic start is
-    np.testing.assert_allclose(sel["mean_gain"], sel["mean_metric"] - sel["mean_metric"][0, 0])
-    eligible = sel["mean_gain"] > sel["bar"]
     chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))
-    if eligible.any():  # the largest gain among those above their bar
-        assert eligible[chosen] and sel["mean_gain"][chosen] == np.max(sel["mean_gain"][eligible])
-    else:
-        assert chosen == (0, 0)
-    # With selection_se=0 the rule is the best held-out mean (ties keep the start): the rule before.
+    if sel["decided_by"] == "metric":  # the largest out-of-fold metric among those that beat the start clearly
+        clear = (sel["win_share"] >= 0.9) & (sel["pooled_metric"] > sel["pooled_metric"][0, 0])
+        assert clear[chosen] and sel["pooled_metric"][chosen] == np.max(sel["pooled_metric"][clear])
+    # With selection_se=0 the largest out-of-fold metric wins (ties keep the start).
     plain = QuantileClassifier(target=0.9, max_epochs=20, selection_se=0.0, random_state=0).fit(X, y).selection_
-    best = np.nanmax(plain["mean_metric"])
-    assert plain["mean_metric"][plain["restart"], list(plain["epochs"]).index(plain["epochs_"])] == best
+    best = np.max(plain["pooled_metric"])
+    picked = plain["pooled_metric"][plain["restart"], list(plain["epochs"]).index(plain["epochs_"])]
+    assert picked == best and (plain["epochs_"] == 0 or best > plain["pooled_metric"][0, 0])
 
 
-def test_k_fold_selection_keeps_the_logistic_start_on_a_tie():
-    # Well separated classes: every candidate reaches precision 1.0 on the held-out folds, a tie.
+def test_k_fold_selection_on_a_metric_tie_the_held_out_loss_decides():
+    # Well separated classes: every candidate reaches precision 1.0 out of fold, a tie the metric cannot break.
     X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], class_sep=4.0, random_state=3)
     clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
     sel = clf.selection_
-    tied = sel["mean_metric"] == np.nanmax(sel["mean_metric"])
-    assert sel["mean_metric"][0, 0] == 1.0 and tied.sum() > 1
-    assert np.nanmin(np.where(tied, sel["mean_loss"], np.nan)) < sel["mean_loss"][0, 0]  # a loss tie-break would train
-    assert (sel["restart"], sel["epochs_"], sel["start"]) == (0, 0, "logistic")
-    assert clf.best_epoch_ == sel["epochs_"] and len(clf.loss_curve_) == sel["epochs_"]
+    assert sel["pooled_metric"][0, 0] == 1.0 and (sel["win_share"] == 0).all()
+    lowest = np.unravel_index(np.nanargmin(sel["mean_loss"]), sel["mean_loss"].shape)
+    assert sel["decided_by"] == "loss" and (sel["restart"], list(sel["epochs"]).index(sel["epochs_"])) == lowest
+    assert clf.best_epoch_ == sel["epochs_"] > 0 and len(clf.loss_curve_) == sel["epochs_"]
     assert QuantileClassifier(early_stopping=False, max_epochs=2).fit(X, y).selection_ is None
 
 

@@ -108,6 +108,22 @@ def test_batched_counts_equal_one_resample_at_a_time(seed, n, levels, objective,
         assert (math.isnan(single) and math.isnan(values[b])) or single == values[b]
 
 
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 40), levels=st.integers(1, 6),
+       dtype=st.sampled_from([np.uint8, np.int32, np.int64]))
+def test_integer_multiplicities_give_the_float_counts_exactly(seed, n, levels, dtype):
+    """The integer path (bootstrap multiplicities stored small, summed as integers) equals the float one."""
+    rng = np.random.default_rng(seed)
+    positive, scores, _ = tied_data(seed, n, levels, False)
+    order, last = sort_rows(scores)
+    multiplicities = rng.integers(0, 4, size=(3, n))
+    exact = cumulative_counts(positive[order], last, multiplicities[:, order].astype(dtype))
+    floats = cumulative_counts(positive[order], last, multiplicities[:, order].astype(np.float64))
+    assert exact.tp.dtype == np.float64
+    np.testing.assert_array_equal(exact.tp, floats.tp)
+    np.testing.assert_array_equal(exact.fp, floats.fp)
+
+
 def test_unweighted_counts_equal_unit_weights_and_ignore_the_order_of_ties():
     positive = np.array([True, False, True, True, False, False])
     scores = np.array([2.0, 2.0, 1.0, 3.0, 1.0, 0.0])

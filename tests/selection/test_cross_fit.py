@@ -1,6 +1,7 @@
 """The epoch grid, the starts and the K-fold cross-fitting of one setting."""
 
 import numpy as np
+import pytest
 import torch
 
 from quantile_surrogate.objectives import get_objective
@@ -12,6 +13,7 @@ from quantile_surrogate.selection._cross_fit import (
     logistic_restarts,
 )
 from quantile_surrogate.selection._family_rule import rank_candidates
+from quantile_surrogate.selection._out_of_fold_rule import WIN
 from quantile_surrogate.selection._scorer import FoldData
 from quantile_surrogate.training.models import build_scorer
 
@@ -54,17 +56,39 @@ def small(init):
 
 def test_without_a_logistic_restart_the_plain_argmax_wins():
     sel = small("random")
-    assert sel["mean_gain"] is None and np.isnan(sel["fold_metric"][:, :, 0]).all()  # a random start: no candidate
+    assert sel["decided_by"] is None and np.isnan(sel["fold_metric"][:, :, 0]).all()  # a random start: no candidate
     first = rank_candidates(sel["mean_metric"][None], sel["mean_loss"][None], np.zeros(sel["mean_metric"].shape))[0]
     restart, column = np.unravel_index(first, sel["mean_metric"].shape)
     assert (sel["restart"], sel["epochs_"], sel["start"]) == (restart, sel["epochs"][column], "random")
 
 
-def test_with_a_logistic_restart_the_start_rule_decides():
+def test_with_a_logistic_restart_the_out_of_fold_rule_decides():
     sel = small("mixed")
     assert np.isfinite(sel["fold_metric"][:, 0, 0]).all() and np.isnan(sel["fold_metric"][:, 1, 0]).all()
+    assert np.isneginf(sel["pooled_metric"][1, 0]) and sel["win_share"][0, 0] == 0
     chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))
-    if chosen != (0, 0):
-        assert sel["eligible"][chosen] and sel["mean_gain"][chosen] > sel["bar"][chosen]
+    if sel["decided_by"] == "metric":
+        assert sel["win_share"][chosen] >= WIN and sel["pooled_metric"][chosen] > sel["pooled_metric"][0, 0]
+    elif sel["decided_by"] == "loss":
+        assert chosen == np.unravel_index(np.nanargmin(sel["mean_loss"]), sel["mean_loss"].shape)
     else:
-        assert not sel["eligible"].any()
+        assert chosen == (0, 0)
+    assert sel["rule"].startswith(sel["decided_by"] + ": ")
+
+
+def test_the_pooled_metric_is_the_metric_of_the_folds_held_out_scores():
+    # Rebuild every fold's logistic start by hand, pool its held-out scores, and compare.
+    from quantile_surrogate.objectives import objective_metric, predict_scores
+    from quantile_surrogate.selection._splits import k_folds
+    from quantile_surrogate._utils.seeding import restart_seeds
+
+    rng = np.random.default_rng(1)
+    y = (rng.random(120) < 0.4).astype(np.int64)
+    Xt, yt = torch.as_tensor(rng.normal(size=(120, 2)) + y[:, None]), torch.as_tensor(y)
+    sel = small("mixed")
+    pooled = np.empty(120)
+    for fit_rows, held_rows in k_folds(y, None, 3, 0):
+        start = build_start(lambda: build_scorer(2, (), None), FoldData(Xt, yt, fit_rows), restart_seeds(0, 2)[0][0], True)
+        pooled[held_rows] = predict_scores(start, Xt[held_rows]).detach().numpy()
+    expected = objective_metric(y, pooled, objective="precision_at_recall", target=0.8)
+    assert sel["pooled_metric"][0, 0] == pytest.approx(expected, abs=1e-12)

@@ -1,9 +1,9 @@
-"""The rule that lets QuantileClassifier leave its logistic start only for a held-out gain above the noise.
+"""The binomial start rule: QuantileClassifierCV's families and QuantileClassifier's validation split.
 
-Unit tests on constructed fold arrays (``select_over_start``, ``metric_noise``), then end to end:
-data where logistic regression is already the best linear rule (the start must stay, and it must
-be scikit-learn's LogisticRegression on standardised data) and the README's mixture, where it is
-far from it (training must be kept), on both the K-fold and the validation-split path.
+Unit tests on constructed fold arrays (``select_over_start``, ``metric_noise``), then end to end on
+the validation-split path: data where logistic regression is already the best linear rule (the
+start must stay) and the README's mixture, where it is far from it (training must be kept). The
+K-fold path of QuantileClassifier has its own rule: tests/selection/test_out_of_fold_rule.py.
 """
 
 import numpy as np
@@ -12,9 +12,6 @@ import torch
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.datasets import make_gaussian_mixture
@@ -26,7 +23,7 @@ from quantile_surrogate.selection._start_rule import (
     select_over_start,
     select_rounds,
 )
-from quantile_surrogate.metrics import precision_at_recall
+from tests._data import shifted_gaussians
 
 torch.set_num_threads(1)
 
@@ -169,38 +166,6 @@ def test_metric_noise_stays_positive_at_a_perfect_held_out_value():
 
 
 # -- end to end -------------------------------------------------------------------------------------------
-def shifted_gaussians(n, seed):
-    """Two Gaussian classes with one covariance: the best linear rule at every operating point is
-    logistic regression's direction, so training can only add noise to it."""
-    rng = np.random.default_rng(seed)
-    y = (rng.random(n) < 0.2).astype(np.int64)
-    return rng.standard_normal((n, 3)) + 0.8 * y[:, None] * np.array([1.0, 0.5, 0.0]), y
-
-
-def test_kfold_selection_keeps_the_start_where_logistic_regression_is_already_best():
-    X, y = shifted_gaussians(600, seed=1)
-    clf = QuantileClassifier(target=0.9, max_epochs=50, random_state=0).fit(X, y)
-    sel = clf.selection_
-    assert (sel["restart"], sel["epochs_"], sel["start"]) == (0, 0, "logistic")
-    assert np.nanmax(sel["mean_gain"]) > 0  # some candidate had a higher held-out mean: the argmax would train
-    # The start is scikit-learn's LogisticRegression (C=1) on standardised data, so nothing is lost to it.
-    lr = make_pipeline(StandardScaler(), LogisticRegression(tol=1e-10)).fit(X, y)
-    np.testing.assert_allclose(clf.decision_function(X) + clf.threshold_, lr.decision_function(X), atol=1e-4)
-    assert clf.score(X, y) == pytest.approx(precision_at_recall(y, lr.decision_function(X), 0.9))
-
-
-def test_kfold_selection_leaves_the_start_for_the_mixtures_clear_gain():
-    X, y = make_gaussian_mixture(1500, random_state=0)
-    clf = QuantileClassifier(target=0.9, max_epochs=50, n_restarts=1, random_state=0).fit(X, y)
-    sel = clf.selection_
-    chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))
-    assert sel["epochs_"] > 0
-    assert sel["mean_gain"][chosen] > sel["bar"][chosen] > 0
-    X_test, y_test = make_gaussian_mixture(6000, random_state=1)
-    lr = LogisticRegression().fit(X, y)
-    assert clf.score(X_test, y_test) > precision_at_recall(y_test, lr.decision_function(X_test), 0.9) + 0.1
-
-
 def test_validation_split_keeps_the_start_unless_the_gain_is_real():
     X, y = shifted_gaussians(10_500, seed=2)  # above AUTO_VALIDATION_ROWS: a validation split
     kept = QuantileClassifier(target=0.9, max_epochs=3, n_restarts=1, random_state=0).fit(X, y)

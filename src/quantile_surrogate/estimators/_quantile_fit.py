@@ -169,7 +169,7 @@ class QuantileFitSteps:
         fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
         selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
                                         max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
-                                        n_se=self.selection_se, sample_weight=extra.get("sample_weight"))
+                                        sample_weight=extra.get("sample_weight"), plain=self.selection_se <= 0)
         if selection["start"] == "logistic":
             start, init = factory, "logistic"
         else:

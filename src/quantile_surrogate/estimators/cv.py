@@ -48,9 +48,9 @@ class QuantileClassifierCV(ThresholdedClassifier):
     order) trains each restart on ``cv - 1`` stratified folds for ``max_epochs`` epochs and is
     scored on the held-out fold after 0 (the logistic start as it is), 1, 2, 5, 10, 20, 50, ...
     and ``max_epochs`` epochs with the objective's exact metric at ``target`` (weighted with
-    ``sample_weight``, per group with ``sensitive_features``). The choice applies the start rule of
-    :class:`QuantileClassifier` (:func:`~quantile_surrogate.selection._start_rule.select_over_start`)
-    inside each model family, then compares the families:
+    ``sample_weight``, per group with ``sensitive_features``). The choice applies the binomial start
+    rule (:func:`~quantile_surrogate.selection._start_rule.select_over_start`, QuantileClassifier's
+    K-fold rule before issue 21) inside each model family, then compares the families:
 
     1. In family :math:`f` the reference :math:`s_f` is the family's logistic start as it is
        (epoch 0 of its first logistic restart; it does not depend on ``alpha`` or

@@ -90,25 +90,25 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         ``max_epochs`` and the lowest training loss picks the restart (the paper's protocol).
         "auto": True above 10,000 training rows; up to 10,000, K-fold selection: stratified
         ``selection_folds``-fold cross-fitting scores every restart after 0 (logistic start
-        only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out folds with the
-        objective's exact metric, and the chosen candidate is trained again on every row from
-        the same start. With ``sensitive_features``, a ``checkpoint``, or a class with fewer than
-        ``4 * selection_folds`` rows, "auto" below 10,000 rows is False. docs/estimator.md and
-        docs/real_data.md have the measurements behind this.
+        only), 1, 2, 5, 10, 20, 50, ... and ``max_epochs`` epochs on the held-out folds, and the
+        chosen candidate is trained again on every row from the same start. The choice
+        (:func:`~quantile_surrogate.selection._out_of_fold_rule.select_out_of_fold`): a candidate
+        whose out-of-fold exact metric (all folds' held-out scores pooled) beats the logistic
+        start's in at least 90 % of 200 paired bootstrap resamples (the largest such metric);
+        where none does, the lowest mean held-out surrogate loss, unless the start beats that
+        candidate in 30 % of the resamples. With ``sensitive_features``, a ``checkpoint``, or a
+        class with fewer than ``4 * selection_folds`` rows, "auto" below 10,000 rows is False.
+        docs/selection.md, docs/estimator.md and docs/real_data.md have the measurements behind this.
     selection_folds : int >= 2, default=3
         Folds of the K-fold selection (``early_stopping="auto"``, at most 10,000 rows); fit
         time there is about ``1 + (selection_folds - 1)`` times that of one training run.
     selection_se : float >= 0, default=2.0
-        How clearly held-out data must prefer training to the logistic start: a candidate
-        replaces the start only if its mean held-out gain over the start exceeds ``selection_se``
-        standard errors (the larger of the fold-to-fold one and the binomial one of the two
-        models' metrics),
-        :func:`~quantile_surrogate.selection._start_rule.select_over_start`; among such
-        candidates the largest gain wins. After a validation split (without groups) the same
-        test, with the binomial standard error of the difference, decides between the selected model and the
-        start (:func:`~quantile_surrogate.selection._start_rule.keep_start_unless_gain`). 0: the best
-        held-out mean wins (a tie keeps the start). No effect with ``init="random"``. Why 2:
-        ``docs/selection.md``.
+        After a validation split (without groups): the selected model replaces the logistic
+        start only if its validation metric beats the start's by more than ``selection_se``
+        binomial standard errors of their difference
+        (:func:`~quantile_surrogate.selection._start_rule.keep_start_unless_gain`). In the K-fold
+        selection only 0 matters: the plain largest out-of-fold metric wins (a tie keeps the
+        start). No effect with ``init="random"``. Why 2: ``docs/selection.md``.
     validation_fraction : float in (0, 1), default=0.2
     n_iter_no_change : int, default=20
     refit : bool, default=False
@@ -170,15 +170,15 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
     best_epoch_ : int or None
         The epoch kept by early stopping or by the K-fold selection (0: the start), None without either.
     selection_ : dict or None
-        The K-fold selection's record (:func:`~quantile_surrogate.selection._cross_fit.cross_fit_selection`): ``epochs``
-        (the candidate epoch counts), ``fold_metric`` and ``fold_loss`` of shape (folds,
-        n_restarts, n_epochs) (NaN where not a candidate), their means ``mean_metric`` and
-        ``mean_loss``, ``mean_gain``, ``gain_se`` and ``bar`` (the gain over the start, its
-        standard error, the bar it must pass), ``floor`` (each candidate's binomial floor, its
-        own noise and the start's) and ``noise_floor`` (the start's part), the chosen ``restart``,
-        ``epochs_`` and ``start``. After a validation split: ``validation_gain``,
-        ``noise_floor`` (of the difference of the two validation metrics) and ``start_kept``.
-        None where neither check ran.
+        The K-fold selection's record (:func:`~quantile_surrogate.selection._cross_fit.cross_fit_selection`):
+        ``rule`` (the decision in words) and ``decided_by`` ("metric", "loss" or "start"),
+        ``epochs`` (the candidate epoch counts), ``fold_metric`` and ``fold_loss`` of shape
+        (folds, n_restarts, n_epochs) (NaN where not a candidate), their means ``mean_metric``
+        and ``mean_loss``, ``pooled_metric`` (the out-of-fold metric) and ``win_share`` (how often
+        each candidate beats the start over the resamples) of shape (n_restarts, n_epochs), the
+        chosen ``restart``, ``epochs_`` and ``start``. After a validation split:
+        ``validation_gain``, ``noise_floor`` (of the difference of the two validation metrics) and
+        ``start_kept``. None where neither check ran.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
@@ -319,7 +319,7 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         >>> from sklearn.datasets import make_classification
         >>> X, y = make_classification(400, weights=[0.9, 0.1], random_state=0)
         >>> clf = QuantileClassifier(target=0.9, max_epochs=10, random_state=0).fit(X, y)
-        >>> clf.selection_["start"], bool(clf.selection_["noise_floor"] > 0)  # K-fold selection on small data
+        >>> clf.selection_["start"], clf.selection_["decided_by"] in ("metric", "loss", "start")  # K-fold selection
         ('logistic', True)
         """
         X, y01 = self._validate_training_data(X, y)

@@ -11,8 +11,9 @@ reference, the core (:func:`clears_bar`) accepts an entry when
 :math:`z` = ``n_se`` and :math:`\sigma_0` a binomial noise floor (:func:`metric_noises`). The variants differ only in the
 reference, the floor and how the entries that clear the bar are ordered:
 
-- :func:`select_over_start` (QuantileClassifier's K-fold selection): the logistic start, both
-  models' binomial noise, the largest gain (ties: the lower loss);
+- :func:`select_over_start` (the start rule inside each family of QuantileClassifierCV; it was
+  QuantileClassifier's K-fold rule until issue 21, now :mod:`._out_of_fold_rule`): the logistic
+  start, both models' binomial noise, the largest gain (ties: the lower loss);
 - :func:`keep_start_unless_gain` (QuantileClassifier's validation split): the same with one fold;
 - :func:`select_rounds` (boosting's rounds): the log-loss start with ``z = 0``, ties the lower loss;
 - :func:`~._family_rule.select_entries` and :func:`~._family_rule.select_by_family`

@@ -1,0 +1,62 @@
+"""Issue 21's benchmarks in quick mode: the replay of the shipped rule is the estimator, and the paper table's arithmetic.
+
+``benchmarks/selection_rules.py`` records candidates outside the estimator and replays rules on
+them; its ``shipped`` rule must choose what ``QuantileClassifier`` itself chooses, or every table
+it makes would describe some other code. ``benchmarks/paper_defaults.py`` must score what it says.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.model_selection import train_test_split
+
+from quantile_surrogate import QuantileClassifier
+from quantile_surrogate.datasets import load_ionosphere
+from quantile_surrogate.experiments.paper import PAPER_TABLES, PROTOCOLS
+from quantile_surrogate.objectives import objective_metric
+from tests._benchmarks import load
+
+
+def estimator_values(split, max_epochs):
+    X, y = load_ionosphere()
+    protocol = PROTOCOLS["ionosphere"]
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=1 - protocol.train_fraction, stratify=y,
+                                                        random_state=split)
+    values = {}
+    for tau in protocol.taus:
+        model = QuantileClassifier(objective="precision_at_rate", target=tau, bandwidth=protocol.bandwidth,
+                                   max_epochs=max_epochs, random_state=split).fit(X_train, y_train)
+        values[tau] = objective_metric(y_test, model.decision_function(X_test), objective="precision_at_rate",
+                                       target=tau)
+    return values
+
+
+def test_the_replayed_shipped_rule_is_the_estimators_choice(tmp_path):
+    rules = load("selection_rules")
+    rules.main(["collect", "--suite", "paper", "--sets", "ionosphere", "--splits", "1", "--max-epochs", "5",
+                "--n-jobs", "1", "--out", str(tmp_path / "recorded")])
+    rules.main(["evaluate", str(tmp_path / "recorded"), "--n-jobs", "1", "--out", str(tmp_path / "rows.csv")])
+    rows = pd.read_csv(tmp_path / "rows.csv")
+    shipped = rows[(rows.rule == "shipped") & (rows.start == "base")].set_index("target")["value"]
+    expected = estimator_values(0, 5)
+    assert shipped.to_dict() == pytest.approx(expected, abs=1e-12)
+    assert (tmp_path / "rows.md").read_text().count("shipped") >= 2  # in both tables
+    assert set(rows.rule) == set(rules.RULES)
+
+
+def test_paper_defaults_scores_and_tabulates_what_it_says(tmp_path, capsys):
+    bench = load("paper_defaults")
+    out = tmp_path / "paper.csv"
+    frame = bench.main(["--quick", "--sets", "ionosphere", "--out", str(out)])
+    assert pd.read_csv(out).shape == frame.shape and out.with_suffix(".md").exists()
+    ours = frame[frame.method == "quantile_defaults"].set_index("tau")["value"]
+    X, y = load_ionosphere()
+    X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=0.3, stratify=y, random_state=0)
+    model = QuantileClassifier(objective="precision_at_rate", target=0.05, bandwidth=0.05, max_epochs=5, n_restarts=1,
+                               random_state=0).fit(X_train, y_train)
+    assert ours[0.05] == objective_metric(y_test, model.decision_function(X_test), objective="precision_at_rate",
+                                          target=0.05)
+    gap = np.mean([ours[t] - PAPER_TABLES["ionosphere"]["Q3"][t][0] for t in ours.index])
+    assert f"ionosphere: mean gap to Q3 {gap:+.3f}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # never overwrites a result
+        bench.main(["--quick", "--sets", "ionosphere", "--out", str(out)])
