@@ -170,10 +170,12 @@ def test_validation_split_keeps_the_start_unless_the_gain_is_real():
     X, y = shifted_gaussians(10_500, seed=2)  # above AUTO_VALIDATION_ROWS: a validation split
     kept = QuantileClassifier(target=0.9, max_epochs=3, n_restarts=1, random_state=0).fit(X, y)
     assert kept.selection_["start_kept"] and kept.best_epoch_ == 0
+    assert kept.selection_["decided_by"] == "start" and kept.selection_["rule"].startswith("start: the validation gain")
     assert abs(kept.selection_["validation_gain"]) < 2 * kept.selection_["noise_floor"]
     X, y = make_gaussian_mixture(10_500, random_state=0)
     left = QuantileClassifier(target=0.9, max_epochs=20, n_restarts=1, random_state=0).fit(X, y)
     assert not left.selection_["start_kept"] and left.best_epoch_ > 0
+    assert left.selection_["decided_by"] == "metric" and " is above 2 x " in left.selection_["rule"]
     assert left.selection_["validation_gain"] > 2 * left.selection_["noise_floor"]
     off = QuantileClassifier(target=0.9, max_epochs=20, n_restarts=1, selection_se=0.0, random_state=0).fit(X, y)
     assert off.selection_ is None  # selection_se=0: the validation split alone decides, as before

@@ -177,8 +177,8 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         and ``mean_loss``, ``pooled_metric`` (the out-of-fold metric) and ``win_share`` (how often
         each candidate beats the start over the resamples) of shape (n_restarts, n_epochs), the
         chosen ``restart``, ``epochs_`` and ``start``. After a validation split:
-        ``validation_gain``, ``noise_floor`` (of the difference of the two validation metrics) and
-        ``start_kept``. None where neither check ran.
+        ``validation_gain``, ``noise_floor`` (of the difference of the two validation metrics),
+        ``start_kept``, ``decided_by`` and ``rule``. None where neither check ran.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 

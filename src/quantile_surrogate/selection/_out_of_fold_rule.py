@@ -190,11 +190,12 @@ def _in_words(decided_by, name, chosen, lowest, s, metric, mean_loss, win_share,
         return (f"metric: {name(chosen)} beats the logistic start on the out-of-fold {objective} "
                 f"({metric[chosen]:.4g} against {metric[s]:.4g}) in {win_share[chosen]:.0%} of {n_resamples} "
                 f"paired resamples (at least {win:.0%})")
-    head = f"no candidate beats the logistic start on the out-of-fold {objective} in {win:.0%} of {n_resamples} resamples; "
+    head = (f"no candidate beats the logistic start on the out-of-fold {objective} in {win:.0%} of {n_resamples} "
+            "resamples; ")
     if decided_by == "loss":
         return (f"loss: {head}{name(chosen)} has the lowest held-out loss ({mean_loss[chosen]:.4g}, the start's "
                 f"{mean_loss[s]:.4g}) and the start beats it in {start_share:.0%} of the resamples (under {guard:.0%})")
     if lowest == s:
         return f"start: {head}the start also has the lowest held-out loss ({mean_loss[s]:.4g})"
-    return (f"start: {head}{name(lowest)} has the lowest held-out loss ({mean_loss[lowest]:.4g}) but the start beats it "
-            f"in {start_share:.0%} of the resamples (at least {guard:.0%})")
+    return (f"start: {head}{name(lowest)} has the lowest held-out loss ({mean_loss[lowest]:.4g}) but the start "
+            f"beats it in {start_share:.0%} of the resamples (at least {guard:.0%})")

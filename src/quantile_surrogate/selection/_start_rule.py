@@ -185,15 +185,23 @@ def keep_start_unless_gain(chosen: float, start: float, noise: float, n_se: floa
 
     ``noise`` is :math:`\sigma_0`, the binomial standard error of the difference of the two
     validation metrics (both models' :func:`metric_noise`, taken as independent). Returns
-    ``validation_gain``, ``noise_floor`` and ``start_kept``, the record ``QuantileClassifier.selection_`` keeps.
+    ``validation_gain``, ``noise_floor``, ``start_kept``, ``decided_by`` ("start" or "metric") and
+    ``rule`` (the decision in words), the record ``QuantileClassifier.selection_`` keeps.
 
     Examples
     --------
-    >>> keep_start_unless_gain(0.62, 0.60, 0.015, 2.0)["start_kept"]  # 0.02 < 2 x 0.015
-    True
+    >>> record = keep_start_unless_gain(0.62, 0.60, 0.015, 2.0)
+    >>> record["start_kept"], record["rule"].startswith("start: the validation gain over the logistic start, 0.02,")
+    (True, True)
+    >>> record["rule"].split(", ")[-1]  # 0.02 < 2 x 0.015
+    'is not above 2 x 0.015 (binomial standard error of the difference)'
     """
     gain = chosen - start
-    return dict(validation_gain=gain, noise_floor=noise, start_kept=not bool(clears_bar(gain, n_se * noise)))
+    kept = not bool(clears_bar(gain, n_se * noise))
+    rule = (f"{'start' if kept else 'metric'}: the validation gain over the logistic start, {gain:.4g}, is "
+            f"{'not ' if kept else ''}above {n_se:g} x {noise:.4g} (binomial standard error of the difference)")
+    return dict(validation_gain=gain, noise_floor=noise, start_kept=kept, decided_by="start" if kept else "metric",
+                rule=rule)
 
 
 def select_rounds(metric, loss) -> int:
