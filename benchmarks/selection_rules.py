@@ -160,13 +160,13 @@ def items(suite, splits, data, max_rows, sets=None):
                 yield name, split, X, y, 1 - protocol.train_fraction, points, protocol.bandwidth
 
 
-def collect_one(out_dir, name, split, X, y, test_size, points, bandwidth, max_epochs=200):
+def collect_one(out_dir, name, split, X, y, test_size, points, bandwidth, max_epochs=200, folds=3):
     path = Path(out_dir) / f"{name}__{split}.npy"
     if path.exists():
         return
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, stratify=y, random_state=split)
     record = run_item(X_train, y_train.astype(np.int64), X_test, y_test.astype(np.int64), points, bandwidth, split,
-                      max_epochs=max_epochs)
+                      max_epochs=max_epochs, folds=folds)
     record["points"] = points
     tmp = path.with_suffix(".tmp.npy")
     np.save(tmp, np.array([record], dtype=object), allow_pickle=True)
@@ -319,6 +319,7 @@ def main(argv=None):
     c.add_argument("--n-jobs", type=int, default=2)
     c.add_argument("--sets", default=None, help="comma-separated names (default: the whole suite)")
     c.add_argument("--max-epochs", type=int, default=200, help="QuantileClassifier's max_epochs (the tests: 5)")
+    c.add_argument("--folds", type=int, default=3, help="selection_folds (5 was tried on the small sets)")
     e = sub.add_parser("evaluate")
     e.add_argument("folders", nargs="+")
     e.add_argument("--n-jobs", type=int, default=2)
@@ -345,7 +346,7 @@ def main(argv=None):
     Path(args.out).mkdir(parents=True, exist_ok=True)
     sets = None if args.sets is None else args.sets.split(",")
     work = list(items(args.suite, args.splits, args.data, args.max_rows, sets))
-    Parallel(n_jobs=args.n_jobs, verbose=5)(delayed(collect_one)(args.out, *item, max_epochs=args.max_epochs)
+    Parallel(n_jobs=args.n_jobs, verbose=5)(delayed(collect_one)(args.out, *item, max_epochs=args.max_epochs, folds=args.folds)
                                             for item in work)
 
 
