@@ -160,17 +160,52 @@ def items(suite, splits, data, max_rows, sets=None):
                 yield name, split, X, y, 1 - protocol.train_fraction, points, protocol.bandwidth
 
 
+def save_record(path: Path, record: dict) -> None:
+    """Write a record as plain arrays in an ``.npz`` (no pickle: a recorded folder may come from anyone)."""
+    arrays = {}
+    for key, value in record.items():
+        if isinstance(key, tuple):  # ((objective, target), start, "oof" | "test")
+            (objective, target), start, kind = key
+            arrays[f"run|{objective}|{target!r}|{start}|{kind}"] = value
+        elif key == "lr_test_metric":
+            arrays.update({f"lr|{objective}|{target!r}": v for (objective, target), v in value.items()})
+        elif key == "points":
+            arrays["point_objectives"] = np.array([objective for objective, _ in value])
+            arrays["point_targets"] = np.array([target for _, target in value], dtype=np.float64)
+        else:
+            arrays[key] = np.asarray(value)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.rename(path)
+
+
+def load_record(path) -> dict:
+    """The record :func:`save_record` wrote (``allow_pickle=False``)."""
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    points = [(str(o), float(t)) for o, t in zip(arrays.pop("point_objectives"), arrays.pop("point_targets"))]
+    record = {"points": points, "lr_test_metric": {}, "best_c": int(arrays.pop("best_c"))}
+    targets = {repr(t): t for _, t in points}
+    for key, value in arrays.items():
+        parts = key.split("|")
+        if parts[0] == "run":
+            record[((parts[1], targets[parts[2]]), parts[3], parts[4])] = value
+        elif parts[0] == "lr":
+            record["lr_test_metric"][(parts[1], targets[parts[2]])] = value
+        else:
+            record[key] = value
+    return record
+
+
 def collect_one(out_dir, name, split, X, y, test_size, points, bandwidth, max_epochs=200, folds=3):
-    path = Path(out_dir) / f"{name}__{split}.npy"
+    path = Path(out_dir) / f"{name}__{split}.npz"
     if path.exists():
         return
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, stratify=y, random_state=split)
     record = run_item(X_train, y_train.astype(np.int64), X_test, y_test.astype(np.int64), points, bandwidth, split,
                       max_epochs=max_epochs, folds=folds)
     record["points"] = points
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, np.array([record], dtype=object), allow_pickle=True)
-    tmp.rename(path)
+    save_record(path, record)
 
 
 # -- evaluate: every rule on the recorded candidates ------------------------------------------------------------------
@@ -275,7 +310,7 @@ RULES = {
 
 def evaluate_file(path):
     torch.set_num_threads(1)
-    record = np.load(path, allow_pickle=True)[0]
+    record = load_record(path)
     name, split = Path(path).stem.split("__")
     bandwidth = PROTOCOLS[name].bandwidth if name in PROTOCOLS else 0.05
     rows = []
@@ -330,7 +365,7 @@ def main(argv=None):
 
         from quantile_surrogate._utils.files import atomic_writes
 
-        paths = [p for folder in args.folders for p in sorted(Path(folder).glob("*__*.npy")) if ".tmp" not in p.name]
+        paths = [p for folder in args.folders for p in sorted(Path(folder).glob("*__*.npz")) if ".tmp" not in p.name]
         rows = Parallel(n_jobs=args.n_jobs)(delayed(evaluate_file)(str(p)) for p in paths)
         frame = pd.DataFrame([row for part in rows for row in part])
         dev_table, paper_table = tables(frame)
