@@ -279,8 +279,9 @@ class QuantileClassifier(QuantileFitSteps, ThresholdedClassifier):
         The steps: validate and encode the labels and groups, draw the seed, split off the
         validation rows (or run the K-fold selection), make one standardised working copy (the
         only NumPy -> torch crossing), :func:`~quantile_surrogate.training.train`, keep the
-        logistic start unless held-out data prefers training by more than ``selection_se``
-        standard errors, optionally refit on every row, score the training rows and set the threshold.
+        logistic start unless held-out data prefers training (the out-of-fold rule on small data,
+        ``selection_se`` binomial standard errors after a validation split), optionally refit on
+        every row, score the training rows and set the threshold.
 
         Parameters
         ----------
