@@ -47,6 +47,10 @@ def test_a_small_stratum_or_side_means_no_split():
     y = np.array([0] * 40 + [1] * 10)
     assert shuffle_splits(y, None, fraction=0.01, n_splits=1, seed=0) == []  # 0 validation rows
     assert len(shuffle_splits(y, None, fraction=0.2, n_splits=1, seed=0)) == 1
+    # 4 strata (class x group) but 3 validation rows: no stratified split, not scikit-learn's ValueError
+    y, codes = np.array([0, 1] * 15), np.arange(30) % 4 // 2
+    assert shuffle_splits(y, codes, fraction=0.1, n_splits=1, seed=0) == []
+    assert len(shuffle_splits(y, codes, fraction=0.2, n_splits=1, seed=0)) == 1
 
 
 def test_groups_must_keep_rows_of_the_subset_on_both_sides():

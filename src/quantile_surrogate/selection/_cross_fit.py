@@ -167,10 +167,12 @@ def cross_fit_selection(factory, Xt, yt, in_subset, *, folds, seed, settings, ma
         fit = FoldData(Xt, yt, fit_rows, sample_weight)
         held = FoldData(Xt, yt, held_rows, sample_weight, in_subset=in_subset)
         for r in range(n_restarts):
+            def keep_scores(column, scores, r=r, rows=held_rows):  # this fold's rows of the out-of-fold scores
+                oof[r, column, rows] = scores
+
             start = build_start(factory, fit, seeds[r][0], logistic[r])
             scored_run(start, fit, held, settings, max_epochs=max_epochs, shuffle_seed=seeds[r][1], position=position,
-                       metric_row=metric[k, r], loss_row=loss[k, r], score_start=logistic[r],
-                       scores_out=lambda i, scores, r=r, rows=held_rows: oof[r, i].__setitem__(rows, scores))
+                       metric_row=metric[k, r], loss_row=loss[k, r], score_start=logistic[r], scores_out=keep_scores)
     mean_metric, mean_loss = metric.mean(axis=0), loss.mean(axis=0)
     record = dict(pooled_metric=None, win_share=None, decided_by=None, rule=None)
     if any(logistic):

@@ -50,7 +50,7 @@ N_RESAMPLES = 200
 
 
 def paired_resamples(positive, scores, objective: str, target: float, *, sample_weight=None,
-                     n_resamples: int = N_RESAMPLES, seed: int = 0) -> tuple:
+                     n_resamples: int = N_RESAMPLES, seed: int = 0, select=None) -> tuple:
     r"""The exact metric of every candidate on all rows and on ``n_resamples`` shared bootstrap resamples.
 
     Parameters
@@ -65,6 +65,9 @@ def paired_resamples(positive, scores, objective: str, target: float, *, sample_
     n_resamples : int
     seed : int
         Seed of the resamples (``numpy.random.default_rng``).
+    select : callable, optional
+        From the point metrics (C,) to a bool mask of the candidates to resample (default: all);
+        the others get NaN resamples. Each candidate is sorted once either way.
 
     Returns
     -------
@@ -72,24 +75,25 @@ def paired_resamples(positive, scores, objective: str, target: float, *, sample_
         ``resampled[b, c]`` is candidate ``c``'s metric on resample ``b`` (the same rows for every
         candidate: the bootstrap is paired); NaN where a resample has no positive.
     """
-    name = get_objective(objective).name
-    reduce = OBJECTIVE_REDUCES[name]
+    reduce = OBJECTIVE_REDUCES[get_objective(objective).name]
     n = positive.shape[0]
+    weight = np.ones(n, dtype=np.int64) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    metric = np.full(scores.shape[0], -np.inf)
+    sorted_rows = {}
+    for c, row in enumerate(scores):
+        if np.isfinite(row).all():
+            order, last = sorted_rows[c] = sort_rows(row, stable=True)
+            metric[c] = reduce(cumulative_counts(positive[order], last, weight[order]), target)
+    chosen = np.ones(scores.shape[0], dtype=bool) if select is None else np.asarray(select(metric), dtype=bool)
+    resampled = np.where(chosen, -np.inf, np.nan) * np.ones((n_resamples, 1))
     counts = _resample_counts(np.random.default_rng(seed), n, n_resamples, np.arange(n))
     if sample_weight is None:  # multiplicities fit a byte: 8 times less to reorder per candidate
-        weight = np.ones(n, dtype=np.int64)
         counts = counts.astype(np.uint8) if counts.size and counts.max() < 256 else counts
     else:
-        weight = np.asarray(sample_weight, dtype=np.float64)
         counts = counts * weight
-    metric = np.full(scores.shape[0], -np.inf)
-    resampled = np.full((n_resamples, scores.shape[0]), -np.inf)
-    for c, row in enumerate(scores):
-        if not np.isfinite(row).all():
-            continue
-        order, last = sort_rows(row, stable=True)
-        metric[c] = reduce(cumulative_counts(positive[order], last, weight[order]), target)
-        resampled[:, c] = reduce(cumulative_counts(positive[order], last, np.take(counts, order, axis=1)), target)
+    for c, (order, last) in sorted_rows.items():
+        if chosen[c]:
+            resampled[:, c] = reduce(cumulative_counts(positive[order], last, np.take(counts, order, axis=1)), target)
     return metric, resampled
 
 
@@ -152,13 +156,14 @@ def select_out_of_fold(oof_scores, fold_loss, positive, objective: str, target: 
     fold_loss = np.asarray(fold_loss, dtype=np.float64).reshape(-1, flat.shape[0])
     mean_loss = np.where(exists & ~np.isnan(fold_loss).any(axis=0), fold_loss.mean(axis=0), np.inf)
     lowest = int(np.argmin(mean_loss))  # ties: the first candidate (the start, then fewer epochs)
-    flat = np.where(exists[:, None], flat, -np.inf)
-    metric, _ = paired_resamples(positive, flat, objective, target, sample_weight=sample_weight, n_resamples=0)
-    # only the start, the lowest loss and the candidates above the start's metric can matter: resample those
-    needed = (metric > metric[s]) | (np.arange(metric.size) == s) | (np.arange(metric.size) == lowest)
-    resampled = np.full((n_resamples, metric.size), np.nan)
-    resampled[:, needed] = paired_resamples(positive, flat[needed], objective, target, sample_weight=sample_weight,
-                                            seed=seed, n_resamples=n_resamples)[1]
+    index = np.arange(flat.shape[0])
+
+    def needed(metric):  # only the start, the lowest loss and the candidates above the start's metric can matter
+        return (metric > metric[s]) | (index == s) | (index == lowest)
+
+    metric, resampled = paired_resamples(positive, np.where(exists[:, None], flat, -np.inf), objective, target,
+                                         sample_weight=sample_weight, seed=seed, n_resamples=n_resamples,
+                                         select=needed)
     win_share = _share(resampled, resampled[:, [s]])
     clear = exists & (metric > metric[s]) & (win_share >= win)
     clear[s] = False

@@ -68,7 +68,7 @@ def shuffle_splits(y01, codes, *, fraction: float, n_splits: int, seed: int, in_
     """``n_splits`` stratified (fit, validation) index pairs holding out ``round(fraction n)`` rows, or [].
 
     [] when a stratum has fewer than :data:`MIN_ROWS_PER_STRATUM` rows, a side would have fewer
-    than 2, or (with ``codes``) a group would miss rows, of ``A`` with ``in_subset``, on a side
+    rows than there are strata (at least 2), or (with ``codes``) a group would miss rows, of ``A`` with ``in_subset``, on a side
     (:func:`groups_on_both_sides`). The pairs are ``StratifiedShuffleSplit(n_splits,
     test_size=n_val, random_state=seed)``'s; the first is also ``train_test_split(arange(n),
     test_size=n_val, stratify=strata, random_state=seed)``'s (tests/selection/test_splits.py).
@@ -82,7 +82,8 @@ def shuffle_splits(y01, codes, *, fraction: float, n_splits: int, seed: int, in_
     n = len(y01)
     strata = split_strata(y01, codes)
     n_val = int(round(fraction * n))
-    if _smallest(strata) < MIN_ROWS_PER_STRATUM or n_val < 2 or n - n_val < 2:
+    cells = max(len(np.unique(strata)), 2)  # a stratified side holds a row of every stratum
+    if _smallest(strata) < MIN_ROWS_PER_STRATUM or n_val < cells or n - n_val < cells:
         return []
     splitter = StratifiedShuffleSplit(n_splits=n_splits, test_size=n_val, random_state=seed)
     pairs = list(splitter.split(np.zeros((n, 1)), strata))
