@@ -7,8 +7,9 @@ traceback, and no file created, changed or left behind. Output paths: tests/cros
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
-from quantile_surrogate import __version__
+from quantile_surrogate import __version__, cli
 from quantile_surrogate.cli import _args, _evaluate, _file_io, _fit
 from quantile_surrogate.cli.model_file import load_model
 
@@ -228,3 +229,68 @@ def test_checkpoint_is_passed_to_the_classifier(csv, tmp_path, capsys):
         load_model(tmp_path / "b.qs").decision_function(_file_io.features(pd.read_csv(csv), saved.schema, csv)),
         saved.decision_function(_file_io.features(pd.read_csv(csv), saved.schema, csv)))
 
+
+
+def _text_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.25
+    words = np.array(["fine", "good", "ok", "nice", "bad", "awful", "poor", "meh"])
+    text = [" ".join(rng.choice(words[4:] if label and rng.random() < 0.7 else words, 5)) for label in y]
+    return pd.DataFrame({"x1": rng.normal(size=n) + y, "note": text, "y": np.where(y, "yes", "no")})
+
+
+def test_fit_text_stores_vocabulary_and_idf_and_predicts_as_the_pipeline(tmp_path, capsys):
+    path = tmp_path / "texts.csv"
+    _text_frame().to_csv(path, index=False)
+    code, _, err = run(["fit", path, "--label", "y", "--text", "note", "--target", "0.9", "--max-epochs", "5",
+                        "--out", tmp_path / "t.qs"], capsys)
+    assert code == 0, err
+    assert "TF-IDF features of the text columns note" in err
+    saved = load_model(tmp_path / "t.qs")
+    assert saved.schema == {"numeric": ["x1"], "categorical": [], "text": ["note"]}
+    encoder = saved.model.named_steps["preprocess"]
+    assert encoder.sparse_ and sorted(encoder.vectorizers_["note"].vocabulary_) == sorted(
+        ["fine", "good", "ok", "nice", "bad", "awful", "poor", "meh"])
+    frame = pd.read_csv(path)
+    X = _file_io.features(frame, saved.schema, path)
+    refit = _fit._build_model(saved.schema, cli.build_parser().parse_args(
+        ["fit", str(path), "--label", "y", "--text", "note", "--target", "0.9", "--max-epochs", "5"]))
+    refit.fit(X, (frame.y == "yes").to_numpy().astype(int))  # the same pipeline fitted in this process
+    np.testing.assert_allclose(saved.decision_function(X), refit.decision_function(X), rtol=0, atol=1e-9)
+    code, out, err = run(["predict", tmp_path / "t.qs", path, "--out", tmp_path / "p.csv"], capsys)
+    assert code == 0, err
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "p.csv").score, refit.decision_function(X), atol=1e-9)
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--text", "note", "--model", "lightgbm"], ["--text needs --model linear or mlp"]),
+    (["--text", "nowhere"], ["column 'nowhere' (named by --text) is missing"]),
+    (["--text", "note", "--drop", "note"], ["column 'note' (named by --text) is missing (it is also named by --drop)"]),
+    (["--text", "blank", "--drop", "note"], ["text column 'blank' (--text) has no word in any row"]),
+])
+def test_bad_text_columns_are_one_line_and_write_nothing(tmp_path, capsys, argv, fragments):
+    path = tmp_path / "texts.csv"
+    _text_frame(60).assign(blank="").to_csv(path, index=False)
+    assert_refused(tmp_path, capsys, ["fit", path, "--label", "y", "--target", "0.9", "--quiet",
+                                      "--out", tmp_path / "t.qs", *argv], 1, *fragments)
+
+
+def test_high_cardinality_categories_are_sparse_and_reload(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    shop = rng.integers(0, 2000, 4000)  # about 1,730 distinct values
+    frame = pd.DataFrame({"x1": rng.normal(size=4000), "shop": [f"s{v}" for v in shop],
+                          "y": np.where((shop % 5 == 0) | (rng.random(4000) < 0.05), "yes", "no")})
+    path = tmp_path / "shops.csv"
+    frame.to_csv(path, index=False)
+    code, _, err = run(["fit", path, "--label", "y", "--target", "0.9", "--max-epochs", "2", "--quiet",
+                        "--out", tmp_path / "s.qs"], capsys)
+    assert code == 0, err
+    saved = load_model(tmp_path / "s.qs")
+    encoder = saved.model.named_steps["preprocess"]
+    assert encoder.sparse_ and encoder.text == [] and len(encoder.categories_["shop"]) > 1000
+    X = _file_io.features(frame, saved.schema, path)
+    assert sp.issparse(encoder.transform(X))
+    classifier = saved.model.named_steps["classifier"]  # the reloaded model scores as its parts say
+    np.testing.assert_allclose(saved.decision_function(X), classifier.decision_function(encoder.transform(X)),
+                               atol=1e-12)
+    assert classifier.n_features_in_ == 1 + len(encoder.categories_["shop"])

@@ -12,6 +12,7 @@ from sklearn.datasets import make_classification
 
 from quantile_surrogate import QuantileClassifier
 from quantile_surrogate.estimators._quantile_fit import AUTO_FULL_BATCH_ROWS, AUTO_VALIDATION_ROWS
+from quantile_surrogate.training import train
 from tests.estimators._data import QUICK, blobs
 
 torch.set_num_threads(1)
@@ -41,13 +42,27 @@ def test_k_fold_selection_applies_only_to_small_ungrouped_data_with_enough_rows_
 
 
 def test_refit_trains_the_selected_start_on_every_row():
-    X, y = blobs(n=300)
-    held_out = QuantileClassifier(max_epochs=20, early_stopping=True, random_state=0).fit(X, y)
-    refitted = QuantileClassifier(max_epochs=20, early_stopping=True, refit=True, random_state=0).fit(X, y)
-    assert held_out.best_epoch_ == refitted.best_epoch_  # the same selection ...
+    X, y = make_classification(400, n_features=6, weights=[0.8, 0.2], flip_y=0.05, random_state=1)
+    settings = dict(max_epochs=20, early_stopping=True, selection_se=0, random_state=0)  # a trained model wins
+    held_out = QuantileClassifier(**settings).fit(X, y)
+    refitted = QuantileClassifier(refit=True, **settings).fit(X, y)
+    assert held_out.best_epoch_ == refitted.best_epoch_ > 0  # the same selection ...
     assert not np.array_equal(held_out.coef_, refitted.coef_)  # ... then trained on more rows
     assert len(refitted.loss_curve_) == refitted.best_epoch_
     assert (refitted.predict(X)[y == 1] == 1).mean() >= 0.95
+
+
+def test_a_kept_logistic_start_is_refitted_on_every_row_without_refit():
+    X, y = blobs(n=300)
+    kept = QuantileClassifier(max_epochs=20, early_stopping=True, random_state=0).fit(X, y)
+    assert kept.best_epoch_ == 0 and kept.selection_["start_kept"]
+    # What train() makes of the logistic start on every row (standardised as the estimator does it).
+    Xt = torch.as_tensor((X - kept.mean_) / kept.scale_)
+    every = train(lambda: torch.nn.Linear(4, 1, dtype=torch.float64), Xt, torch.as_tensor(y), max_epochs=0,
+                  n_restarts=1, init="logistic", objective="precision_at_recall", target=0.95)
+    # To L-BFGS's tolerance: the estimator sums the rows in its (fit, validation) order. The start on the
+    # fit rows alone differs from this by about 0.1.
+    np.testing.assert_allclose(kept.model_.weight.detach().numpy(), every.model.weight.detach().numpy(), atol=1e-5)
 
 
 def test_auto_early_stopping_holds_out_rows_only_on_large_data():

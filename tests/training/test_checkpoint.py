@@ -302,3 +302,21 @@ def test_checkpoint_resume_after_a_killed_process_is_bit_identical(tmp_path):
     resumed = train(linear(), X, y, checkpoint=path, **CKPT)
     assert same_result(resumed, reference)
     assert [p.name for p in tmp_path.iterdir()] == ["fit.pt"]
+
+
+def test_sparse_rows_resume_bit_identically_and_other_rows_are_refused(tmp_path):
+    import numpy as np
+
+    from tests._data import sparse_classification
+
+    X, y = sparse_classification(300, 30)
+    y = torch.as_tensor(y)
+    reference = train(linear(30), X, y, **CKPT)
+    path = tmp_path / "sparse.pt"
+    with pytest.raises(KeyboardInterrupt):
+        train(linear(30), X, y, checkpoint=path, callback=stop_at(1, 2), **CKPT)
+    assert same_result(train(linear(30), X, y, checkpoint=path, **CKPT), reference)
+    other = X.copy()
+    other.data[np.argmax(other.data)] += 1.0  # one stored value changed: another fit's data
+    with pytest.raises(ValueError, match=exact(MISMATCH_MESSAGE, path=str(path), parts="X")):
+        train(linear(30), other, y, checkpoint=path, **CKPT)

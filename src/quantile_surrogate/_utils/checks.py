@@ -13,6 +13,8 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .sparse import stored_values
+
 LEVEL_RANGE_MESSAGE = (
     "`{name}` must be in [0, 1]; got {value!r}. A quantile level is a fraction of the "
     "sorted scores, e.g. recall=0.95 gives level 0.05."
@@ -369,7 +371,9 @@ def check_training_data(X, y, name_x: str = "X", name_y: str = "y") -> torch.Ten
     it never holds a second copy of ``X``.
     """
     _check_float_tensor(X, name_x, 2, NOT_2D_MESSAGE)
-    for chunk in X.split(max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))):
+    values = stored_values(X)  # a sparse X: its stored values, in chunks of as many values as dense rows
+    rows = FINITE_CHECK_VALUES if values.ndim == 1 else max(1, FINITE_CHECK_VALUES // max(1, X.shape[1]))
+    for chunk in values.split(rows):
         if not all_finite(chunk):
             raise ValueError(DATA_NONFINITE_MESSAGE.format(name=name_x))
     if not isinstance(y, torch.Tensor):

@@ -9,6 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval
 
 from .._utils.checks import check_sample_weight
+from .._utils.sparse import SPARSE_INPUT
 from ._base import RateBaseline
 
 __all__ = ["LogisticRegressionBaseline"]
@@ -68,6 +69,7 @@ class LogisticRegressionBaseline(RateBaseline):
     """
 
     _objectives = ("precision_at_rate", "precision_at_recall", "recall_at_fpr")
+    _sparse_input = SPARSE_INPUT  # lbfgs takes CSR as it is
 
     _parameter_constraints: dict = {
         **RateBaseline._parameter_constraints,

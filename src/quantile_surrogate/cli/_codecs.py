@@ -162,18 +162,35 @@ def _load_boosting(entry: dict, payload: Payload):
 
 def _dump_pipeline(pipeline, payload: Payload, prefix: str) -> dict:
     encoder, classifier = pipeline.named_steps["preprocess"], pipeline.named_steps["classifier"]
-    return {"class": "Pipeline", "numeric": list(encoder.numeric), "categorical": list(encoder.categorical),
-            "categories": {c: [str(v) for v in encoder.categories_[c]] for c in encoder.categorical},
-            "classifier": dump(classifier, payload, prefix + "classifier.")}
+    entry = {"class": "Pipeline", "numeric": list(encoder.numeric), "categorical": list(encoder.categorical),
+             "categories": {c: [str(v) for v in encoder.categories_[c]] for c in encoder.categorical},
+             "classifier": dump(classifier, payload, prefix + "classifier.")}
+    if encoder.sparse_:  # a sparse output (text, or many one-hot columns): its own state, as JSON lists
+        entry["text"] = list(encoder.text)
+        entry["vocabularies"] = {c: encoder.vectorizers_[c].get_feature_names_out().tolist() for c in encoder.text}
+        entry["idf"] = {c: encoder.vectorizers_[c].idf_.tolist() for c in encoder.text}
+        entry["numeric_mean"] = None if encoder.numeric_mean_ is None else encoder.numeric_mean_.tolist()
+        entry["numeric_scale"] = None if encoder.numeric_scale_ is None else encoder.numeric_scale_.tolist()
+    return entry
 
 
 def _load_pipeline(entry: dict, payload: Payload):
     from sklearn.pipeline import Pipeline
 
-    from ._encoder import FrameEncoder
+    from ._encoder import FrameEncoder, text_vectorizer
 
-    encoder = FrameEncoder(numeric=list(entry["numeric"]), categorical=list(entry["categorical"]))
+    sparse = "text" in entry  # written by a sparse encoder; older files (and dense encoders) have no such key
+    encoder = FrameEncoder(numeric=list(entry["numeric"]), categorical=list(entry["categorical"]),
+                           text=list(entry.get("text", [])), sparse_output=sparse)
     encoder.categories_ = {c: np.asarray(entry["categories"][c], dtype=object).astype(str) for c in encoder.categorical}
+    encoder.sparse_, encoder.vectorizers_ = sparse, {}
+    for column in encoder.text:  # scikit-learn's own TF-IDF, with the stored vocabulary and idf (its public setter)
+        encoder.vectorizers_[column] = text_vectorizer(vocabulary=list(entry["vocabularies"][column]))
+        encoder.vectorizers_[column].idf_ = np.asarray(entry["idf"][column], dtype=np.float64)
+    encoder.numeric_mean_ = encoder.numeric_scale_ = None
+    if sparse and entry["numeric_mean"] is not None:
+        encoder.numeric_mean_ = np.asarray(entry["numeric_mean"], dtype=np.float64)
+        encoder.numeric_scale_ = np.asarray(entry["numeric_scale"], dtype=np.float64)
     return Pipeline([("preprocess", encoder), ("classifier", load(entry["classifier"], payload))])
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["InputError", "MISSING_CATEGORY", "CHUNK_ROWS", "read_header", "read_table", "iter_table", "features",
-           "labels", "schema_of", "column_warnings", "show", "is_categorical", "categorical_column"]
+           "feature_columns", "labels", "schema_of", "column_warnings", "show", "is_categorical", "categorical_column"]
 
 MISSING_CATEGORY = "(missing)"
 CHUNK_ROWS = 100_000
@@ -55,6 +55,8 @@ NO_POSITIVE_CLASS_MESSAGE = ("{path}: column '{column}' has no class {positive} 
                              "{first} and {second}.")
 CATEGORICAL_MISSING_MESSAGE = "{path}: column '{column}' (named by --categorical) is missing{also_dropped}."
 CATEGORICAL_ALSO_DROPPED = " (it is also named by --drop)"
+TEXT_MISSING_MESSAGE = "{path}: column '{column}' (named by --text) is missing{also}."
+TEXT_ALSO_NAMED = " (it is also named by {flag})"
 NO_FEATURES_MESSAGE = "{path}: no feature column besides the label '{label}'."
 INDEX_COLUMN_WARNING = ("{path}: column '{column}' has no name in the header; it looks like a saved pandas index "
                         "(to_csv without index=False). If so, leave it out with --drop '{column}'.")
@@ -291,14 +293,21 @@ def is_categorical(series: pd.Series) -> bool:
     return bool(numbers.sum() * 2 < present.sum())
 
 
+def feature_columns(schema: dict) -> list:
+    """The columns a schema reads, in the encoder's order: numeric, categorical, then text (older files have none)."""
+    return schema["numeric"] + schema["categorical"] + schema.get("text", [])
+
+
 def features(frame: pd.DataFrame, schema: dict, path, offset: int = 0) -> pd.DataFrame:
     """The feature columns of ``frame``, typed as ``schema`` says, or an error naming the column."""
-    columns = schema["numeric"] + schema["categorical"]
+    columns = feature_columns(schema)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(FEATURE_MISSING_MESSAGE.format(path=path, column=missing[0], columns=", ".join(columns)))
     data = {c: _numeric_column(frame, c, path, offset) for c in schema["numeric"]}
     data.update({c: categorical_column(frame, c) for c in schema["categorical"]})
+    data.update({c: np.array(["" if pd.isna(v) else str(v) for v in frame[c]], dtype=object)  # empty cells: no words
+                 for c in schema.get("text", [])})
     return pd.DataFrame(data, columns=columns)
 
 
@@ -325,17 +334,24 @@ def labels(frame: pd.DataFrame, label: str, path, positive=None):
     return (values == classes[1]).to_numpy().astype(np.int64), classes
 
 
-def schema_of(frame: pd.DataFrame, label: str, drop, categorical, path) -> dict:
-    """``{"numeric": [...], "categorical": [...]}``: the feature columns and how each is encoded."""
+def schema_of(frame: pd.DataFrame, label: str, drop, categorical, path, text=()) -> dict:
+    """``{"numeric": [...], "categorical": [...]}`` (and ``"text": [...]`` with ``text``): the feature columns
+    and how each is encoded."""
     for column in categorical:
         if column not in frame.columns or column in drop:
             raise InputError(CATEGORICAL_MISSING_MESSAGE.format(
                 path=path, column=column, also_dropped=CATEGORICAL_ALSO_DROPPED if column in drop else ""))
-    columns = [c for c in frame.columns if c != label and c not in drop]
-    if not columns:
+    for column in text:
+        flag = "--drop" if column in drop else "--categorical" if column in categorical else None
+        if column not in frame.columns or flag is not None:
+            raise InputError(TEXT_MISSING_MESSAGE.format(
+                path=path, column=column, also="" if flag is None else TEXT_ALSO_NAMED.format(flag=flag)))
+    columns = [c for c in frame.columns if c != label and c not in drop and c not in text]
+    if not columns and not text:
         raise InputError(NO_FEATURES_MESSAGE.format(path=path, label=label))
     cats = [c for c in columns if c in categorical or is_categorical(frame[c])]
-    return {"numeric": [c for c in columns if c not in cats], "categorical": cats}
+    schema = {"numeric": [c for c in columns if c not in cats], "categorical": cats}
+    return {**schema, "text": list(text)} if text else schema
 
 
 _INDEX_NAME = re.compile(r"Unnamed: \d+")
@@ -345,7 +361,7 @@ MIN_ROWS_FOR_IDENTIFIER = 10
 def column_warnings(frame: pd.DataFrame, schema: dict, path) -> list[str]:
     """Feature columns that are probably mistakes: a saved pandas index, or a text identifier."""
     found = []
-    for column in schema["numeric"] + schema["categorical"]:
+    for column in feature_columns(schema):
         if _INDEX_NAME.fullmatch(column):
             found.append(INDEX_COLUMN_WARNING.format(path=path, column=column))
     for column in schema["categorical"]:

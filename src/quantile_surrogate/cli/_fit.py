@@ -76,8 +76,10 @@ def _build_model(schema: dict, args):
     from ..estimators import GuaranteedThresholdClassifier
     from ._encoder import FrameEncoder
 
-    model = Pipeline([("preprocess", FrameEncoder(numeric=schema["numeric"], categorical=schema["categorical"])),
-                      ("classifier", _classifier(args))])
+    boosted = MODELS[args.model] == "QuantileBoostingClassifier"  # the tree backends here take dense rows only
+    encoder = FrameEncoder(numeric=schema["numeric"], categorical=schema["categorical"], text=schema.get("text", []),
+                           sparse_output=False if boosted else "auto")
+    model = Pipeline([("preprocess", encoder), ("classifier", _classifier(args))])
     if args.delta is not None:
         model = GuaranteedThresholdClassifier(
             model, constraint=get_objective(args.objective).constraint, target=args.target, delta=args.delta,
@@ -104,7 +106,8 @@ def _check_fit_outputs(args) -> None:
     for flag, given, fits in (("--hidden-layer-sizes", args.hidden_layer_sizes, args.model == "mlp"),
                               ("--max-epochs", args.max_epochs, not boosted),
                               ("--checkpoint", args.checkpoint, not boosted),
-                              ("--n-estimators", args.n_estimators, boosted)):
+                              ("--n-estimators", args.n_estimators, boosted),
+                              ("--text", args.text or None, not boosted)):
         if given is not None and not fits:
             raise InputError(OPTION_FOR_ANOTHER_MODEL_MESSAGE.format(
                 flag=flag, needs=OPTION_NEEDS.get(flag, NEURAL_MODELS), model=args.model))
@@ -120,8 +123,9 @@ def _fit_groups(frame, args):
     column = args.groups
     if column is None:
         return None
-    if column == args.label or column in args.drop or column in args.categorical:
-        other = "--label" if column == args.label else "--drop" if column in args.drop else "--categorical"
+    if column == args.label or column in args.drop or column in args.categorical or column in args.text:
+        other = "--label" if column == args.label else "--drop" if column in args.drop else \
+            "--categorical" if column in args.categorical else "--text"
         raise InputError(GROUPS_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, other=other))
     if column not in frame.columns:
         raise InputError(GROUPS_MISSING_MESSAGE.format(path=args.data, column=column, columns=", ".join(frame.columns)))
@@ -138,7 +142,7 @@ def _fit_weight(frame, args):
     if column is None:
         return None
     named = {args.label: "--label", args.groups: "--groups", **{c: "--drop" for c in args.drop},
-             **{c: "--categorical" for c in args.categorical}}
+             **{c: "--categorical" for c in args.categorical}, **{c: "--text" for c in args.text}}
     if column in named:
         raise InputError(WEIGHT_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, other=named[column]))
     if column not in frame.columns:
@@ -174,7 +178,7 @@ def run_fit(args) -> int:
     groups = _fit_groups(frame, args)
     weight = _fit_weight(frame, args)
     schema = schema_of(frame, args.label, args.drop + ([args.groups] if groups is not None else [])
-                       + ([args.weight] if weight is not None else []), args.categorical, args.data)
+                       + ([args.weight] if weight is not None else []), args.categorical, args.data, text=args.text)
     X = features(frame, schema, args.data)
     del frame
     say(f"{args.data}: {len(X)} rows, {int(y.sum())} positive (class {show(classes[1])}; choose with --positive), "
@@ -185,6 +189,9 @@ def run_fit(args) -> int:
         levels = ", ".join(f"{c} ({pd.unique(X[c]).size} values)" for c in schema["categorical"])
         say(f"{args.data}: one-hot encoding the categorical columns {levels}; values unseen in training "
             f"are encoded as all zeros.")
+    if args.text:
+        say(f"{args.data}: TF-IDF features of the text columns {', '.join(args.text)} (words seen in training; "
+            f"the vocabulary and idf are stored in the model file), as a sparse matrix.")
     if groups is not None:
         say(f"{args.data}: one threshold per group of column '{args.groups}' ({pd.unique(groups).size} groups); "
             f"predict and evaluate read the same column.")
@@ -223,6 +230,9 @@ def register(subparsers) -> None:
     fit.add_argument("--positive", default=None, help="the positive class (default: the larger of the two labels)")
     fit.add_argument("--categorical", nargs="+", default=[], metavar="COLUMN",
                      help="columns to one-hot encode even if they hold numbers")
+    fit.add_argument("--text", nargs="+", default=[], metavar="COLUMN",
+                     help="free-text columns: TF-IDF features of their words, trained on as a sparse matrix "
+                          "(--model linear or mlp; docs/sparse.md)")
     fit.add_argument("--drop", nargs="+", default=[], metavar="COLUMN", help="columns to ignore (ids, leaks)")
     fit.add_argument("--groups", default=None, metavar="COLUMN",
                      help="a column of group labels (not a feature): one threshold per group, so the constraint holds "

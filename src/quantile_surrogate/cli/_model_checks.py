@@ -46,9 +46,9 @@ def _scalar(value) -> bool:
 
 
 def _schema_problem(schema) -> str | None:
-    if not isinstance(schema, dict) or set(schema) != {"numeric", "categorical"}:
+    if not isinstance(schema, dict) or set(schema) - {"text"} != {"numeric", "categorical"}:
         return NOT_SCHEMA
-    columns = [*schema["numeric"], *schema["categorical"]] if all(
+    columns = [*schema["numeric"], *schema["categorical"], *schema.get("text", [])] if all(
         isinstance(schema[k], list) for k in schema) else None
     if columns is None or not all(_text(c) for c in columns) or len(set(columns)) != len(columns):
         return NOT_SCHEMA
@@ -62,10 +62,14 @@ def _encoder_problem(saved) -> str | None:
         return None  # a classifier alone (the Python API's SavedModel): nothing to compare
     encoder = pipeline.named_steps["preprocess"]
     categories = getattr(encoder, "categories_", None)
+    vectorizers = getattr(encoder, "vectorizers_", {})
     if list(encoder.numeric) != saved.schema["numeric"] or list(encoder.categorical) != saved.schema["categorical"] \
-            or not isinstance(categories, dict) or list(categories) != saved.schema["categorical"]:
+            or not isinstance(categories, dict) or list(categories) != saved.schema["categorical"] \
+            or list(getattr(encoder, "text", [])) != saved.schema.get("text", []) \
+            or list(vectorizers) != list(getattr(encoder, "text", [])):
         return NOT_ENCODER_COLUMNS
-    width = len(saved.schema["numeric"]) + sum(len(np.asarray(v)) for v in categories.values())
+    width = len(saved.schema["numeric"]) + sum(len(np.asarray(v)) for v in categories.values()) \
+        + sum(len(v.vocabulary_) for v in vectorizers.values())
     n_features = getattr(pipeline[-1], "n_features_in_", width)
     return None if n_features == width else NOT_WIDTH.format(n_features=n_features)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._file_io import InputError, categorical_column, features, show
+from ._file_io import InputError, categorical_column, feature_columns, features, show
 from .model_file import SavedModel
 
 __all__ = ["chunk_groups", "model_columns", "chunk_scores", "UnseenCategories"]
@@ -43,7 +43,7 @@ def chunk_groups(saved: SavedModel, chunk, data: Path, offset: int):
 def model_columns(saved: SavedModel, *extra) -> list:
     """The input columns a model reads: its features, its group column, and ``extra``."""
     groups = [saved.groups] if saved.groups is not None else []
-    return saved.schema["numeric"] + saved.schema["categorical"] + groups + list(extra)
+    return feature_columns(saved.schema) + groups + list(extra)
 
 
 def chunk_scores(saved: SavedModel, chunk, data: Path, offset: int, unseen: UnseenCategories | None = None

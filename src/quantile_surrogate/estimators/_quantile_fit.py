@@ -15,11 +15,13 @@ import dataclasses
 from numbers import Integral
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.utils import check_random_state
 
 from .._utils.seeding import restart_seeds, seed_torch
 from ..objectives import predict_scores
+from .._utils.sparse import slice_rows
 from ..selection._cross_fit import cross_fit_selection
 from ..selection._scorer import FoldData, held_out_value
 from ..selection._splits import MIN_ROWS_PER_STRATUM, shuffle_splits
@@ -27,12 +29,19 @@ from ..selection._start_rule import keep_start_unless_gain, metric_noise
 from ..training import TrainingDivergedError, train
 from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
-from ._standardize import standardize_columns, standardizer
+from ._standardize import sparse_scaler, sparse_working_rows, standardize_columns, standardizer
 
-__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "WORKING_COPY_CHUNK", "QuantileFitSteps"]
+__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_SPARSE_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "WORKING_COPY_CHUNK",
+           "QuantileFitSteps"]
 
 AUTO_FULL_BATCH_ROWS = 10_000
 """``batch_size="auto"``: full-batch gradient descent up to this many rows, minibatches of 1000 above."""
+
+AUTO_SPARSE_FULL_BATCH_ROWS = 100_000
+"""``batch_size="auto"`` on sparse input: full batch up to this many rows. A full-batch step on sparse rows costs
+about their stored entries (no row gather, and the batch's transpose is reused by every step): on 13,000 one-hot
+rows the default fit took 4.8 s in minibatches of 1000 and 1.8 s full-batch, with the same test precision
+(docs/sparse.md)."""
 
 AUTO_VALIDATION_ROWS = 10_000
 """``early_stopping="auto"``: a validation split above this many training rows, K-fold selection below."""
@@ -114,8 +123,12 @@ class QuantileFitSteps:
 
         Ordering the rows as (fit rows, validation rows) makes both parts views of one array,
         so a validation split costs no second copy of X. ``sample_weight`` (in the rows' original
-        order) weights the standardisation's mean and spread.
+        order) weights the standardisation's mean and spread. A sparse ``X`` becomes a torch
+        sparse CSR tensor of its own dtype (float32 stays float32) by :func:`sparse_working_rows`.
         """
+        if sp.issparse(X):
+            self.mean_, self.scale_ = sparse_scaler(X, self.standardize is True, sample_weight)
+            return sparse_working_rows(X, order, self.scale_, self._torch_device())
         if self.standardize:
             self.mean_, self.scale_ = standardizer(X, sample_weight=sample_weight)
         else:
@@ -128,10 +141,10 @@ class QuantileFitSteps:
         device = self._torch_device()
         return torch.as_tensor(work, dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device)
 
-    def _train_settings(self, seed, n_rows):
+    def _train_settings(self, seed, n_rows, sparse=False):
         batch_size = self.batch_size
         if batch_size == "auto":
-            batch_size = None if n_rows <= AUTO_FULL_BATCH_ROWS else 1000
+            batch_size = None if n_rows <= (AUTO_SPARSE_FULL_BATCH_ROWS if sparse else AUTO_FULL_BATCH_ROWS) else 1000
         return dict(
             objective=self.objective, target=self._target(), form=self.form, quantile=self.quantile,
             bandwidth=self.bandwidth, surrogate=self.surrogate, learning_rate=self.learning_rate,
@@ -195,7 +208,7 @@ class QuantileFitSteps:
         if self.init == "random" or self.selection_se <= 0 or (result.start == "logistic" and result.best_epoch == 0):
             return result
         extra = {} if weight is None else {"sample_weight": weight[:n_fit]}
-        start = train(factory, Xt[:n_fit], yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
+        start = train(factory, slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
                       **settings, **extra)
         held = FoldData(Xt, yt, np.arange(n_fit, len(yt)), weight,
                         in_subset=self._objective_spec().subset_mask(yt == 1))
@@ -211,9 +224,9 @@ class QuantileFitSteps:
         return dataclasses.replace(start, start="logistic", best_epoch=0)
 
     # -- the interface of QuantileClassifierCV ---------------------------------------------------
-    def _fold_settings(self, seed, n_rows) -> dict:
+    def _fold_settings(self, seed, n_rows, sparse=False) -> dict:
         """The training settings of a fold or refit run: :meth:`_train_settings` without its seed, silent."""
-        settings = self._train_settings(seed, n_rows)
+        settings = self._train_settings(seed, n_rows, sparse)
         settings.pop("random_state")
         settings["verbose"] = False
         return settings

@@ -13,8 +13,13 @@ itself exceeds the largest float (values near both +1.8e308 and -1.8e308): it is
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.utils.sparsefuncs import mean_variance_axis
 
-__all__ = ["standardizer", "standardize_columns", "OVERFLOW_MESSAGE"]
+from .._utils.sparse import csr_tensor
+
+__all__ = ["standardizer", "standardize_columns", "sparse_scaler", "sparse_working_rows", "OVERFLOW_MESSAGE"]
 
 OVERFLOW_MESSAGE = (
     "`X` column {column} has values too large to standardise (largest magnitude {value:.3g}); its spread "
@@ -89,3 +94,39 @@ def standardize_columns(X: np.ndarray, mean: np.ndarray, scale: np.ndarray, *, o
         row, column = np.argwhere(~finite)[0]
         raise ValueError(NOT_FINITE_AFTER_MESSAGE.format(column=int(column), value=float(X[row, column])))
     return out
+
+
+def sparse_scaler(X: sp.csr_matrix, scale: bool, sample_weight: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean_, scale_)`` for a sparse ``X``: never centred (centring would fill every zero), scaled only if ``scale``.
+
+    ``standardize="auto"`` (``scale=False``) leaves sparse columns as they are: on TF-IDF text and on
+    one-hot categoricals, logistic regression loses 0.14-0.23 in precision at a 5 % rate when each
+    column is divided by its spread (rare terms and categories get the largest weights), and
+    max-abs scaling changes nothing on one-hot columns and costs 0.003-0.022 on text (docs/sparse.md).
+    ``standardize=True`` divides column ``j`` by its (weighted) standard deviation, as
+    ``StandardScaler(with_mean=False)`` does; ``scale_ = 1`` for a constant column.
+    """
+    mean = np.zeros(X.shape[1])
+    if not scale:
+        return mean, np.ones(X.shape[1])
+    _, variance = mean_variance_axis(X, axis=0, weights=sample_weight)
+    spread = np.sqrt(np.asarray(variance, dtype=np.float64))
+    return mean, np.where(spread > 0, spread, 1.0)
+
+
+def sparse_working_rows(X: sp.csr_matrix, order: np.ndarray | None, scale: np.ndarray, device: torch.device,
+                        dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Rows ``order`` of a sparse ``X``, columns divided by ``scale``, as a torch sparse CSR tensor on ``device``.
+
+    ``dtype`` None keeps ``X``'s float32 or float64 on the CPU (float32 on a GPU). Without a reordering
+    or a scale, the tensor shares the values of ``X`` (never written to).
+    """
+    X = X.tocsr() if X.format != "csr" else X
+    if order is not None:
+        X = X[order]
+    if np.any(scale != 1.0):
+        X = (X @ sp.diags(1.0 / scale)).tocsr().astype(X.dtype, copy=False)
+    if dtype is None:
+        dtype = torch.float32 if device.type != "cpu" or X.dtype == np.float32 else torch.float64
+    return csr_tensor(X, dtype=dtype, device=device)

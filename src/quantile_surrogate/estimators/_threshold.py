@@ -142,6 +142,10 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
     """
 
     # -- what a subclass supplies -------------------------------------------------------
+    #: ``accept_sparse`` of the input checks: None refuses sparse ``X`` (scikit-learn's message names
+    #: ``.toarray()``); :data:`~quantile_surrogate._utils.sparse.SPARSE_INPUT` takes every SciPy format as CSR.
+    _sparse_input = None
+
     def _raw_scores(self, X) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -156,7 +160,7 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         """``X`` checked against what ``fit`` saw (features, dtype), as ``_raw_scores`` expects it."""
         with short_input_errors(X, type(self).__name__):
             return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
-                                 reset=False)
+                                 accept_sparse=self._sparse_input or False, reset=False)
 
     # -- the steps of fit ------------------------------------------------------------------
     def _validate_training_data(self, X, y, **check):
@@ -165,7 +169,8 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         check_labels_present(y)
         try:
             with short_input_errors(X, type(self).__name__):
-                X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **check)
+                X, y = validate_data(self, X, y, dtype=[np.float64, np.float32],
+                                     accept_sparse=self._sparse_input or False, **check)
         except ValueError as error:
             if "inconsistent numbers of samples" in str(error):
                 raise ValueError(ROWS_MISMATCH_MESSAGE.format(error=error)) from error
@@ -300,4 +305,5 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = self._sparse_input is not None
         return tags

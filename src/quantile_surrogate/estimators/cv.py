@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._utils.checks import check_sample_weight
 from .._utils.seeding import restart_seeds
+from .._utils.sparse import SPARSE_INPUT
 from ..objectives import OBJECTIVES
 from ..selection._cross_fit import build_start, epoch_grid, family_fold, logistic_restarts, train_from
 from ..selection._family_rule import select_by_family
@@ -172,6 +173,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
     True
     """
 
+    _sparse_input = SPARSE_INPUT  # held as one torch sparse CSR tensor by QuantileClassifier's working copy
+
     _parameter_constraints: dict = {
         "objective": [StrOptions(set(OBJECTIVES))],
         "target": TARGET_CONSTRAINT,
@@ -257,7 +260,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
         families = grid["hidden_layer_sizes"]
         penalties = list(itertools.product(grid["alpha"], grid["bandwidth"]))
         candidates = [dict(hidden_layer_sizes=h, alpha=a, bandwidth=b) for h in families for a, b in penalties]
-        settings = [self._settings(base, c, seed, len(y01)) for c in candidates]
+        sparse = Xt.layout == torch.sparse_csr
+        settings = [self._settings(base, c, seed, len(y01), sparse) for c in candidates]
         epochs = epoch_grid(base.max_epochs)
         sides = [(FoldData(Xt, yt, a, weight, codes, in_subset), FoldData(Xt, yt, b, weight, codes, in_subset))
                  for a, b in folds]
@@ -282,8 +286,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
         return self
 
     @staticmethod
-    def _settings(base, candidate, seed, n_rows) -> dict:
-        return clone(base).set_params(**candidate)._fold_settings(seed, n_rows)
+    def _settings(base, candidate, seed, n_rows, sparse=False) -> dict:
+        return clone(base).set_params(**candidate)._fold_settings(seed, n_rows, sparse)
 
     def _record(self, candidates, metric, loss, ranking, seconds, epochs, base, held_labels, held_weights):
         """``cv_results_``, ``selection_`` and the choice (:func:`~quantile_surrogate.selection._family_rule.select_by_family`); returns its index."""
@@ -333,7 +337,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
         every = FoldData(Xt, yt, np.arange(n_rows), weight, codes)
         model_seed, shuffle_seed = restart_seeds(seed, base.n_restarts)[self.restart_]
         start = build_start(best._scorer_factory(Xt.shape[1]), every, model_seed, self.start_ == "logistic")
-        result = train_from(start, every, self._settings(base, candidate, seed, n_rows), self.epochs_, shuffle_seed)
+        settings = self._settings(base, candidate, seed, n_rows, Xt.layout == torch.sparse_csr)
+        result = train_from(start, every, settings, self.epochs_, shuffle_seed)
         best._finish_fit(Xt, y01, codes, weight, result=result, best_epoch=self.epochs_)
         self.best_estimator_ = best
         self.threshold_ = best.threshold_

@@ -17,6 +17,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from torch import nn
 
 from .._utils.checks import check_sample_weight
+from .._utils.sparse import row_chunks
 from ._registry import get_objective, subset_mask
 from .thresholds import group_constraint_thresholds
 
@@ -222,7 +223,7 @@ def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 6
     if batch_size is None or X.shape[0] <= batch_size:
         out = model(X).reshape(-1)
     else:
-        out = torch.cat([model(chunk).reshape(-1) for chunk in X.split(batch_size)])
+        out = torch.cat([model(chunk).reshape(-1) for chunk in row_chunks(X, batch_size)])
     model.train(was_training)
     return out
 

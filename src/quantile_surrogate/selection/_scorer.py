@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from sklearn.metrics import average_precision_score
 
+from .._utils.sparse import take_rows
 from ..metrics._held_out import held_out_average_precision, held_out_metric
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 
@@ -35,7 +36,7 @@ class FoldData:
 
     def __init__(self, Xt, yt, rows, weight=None, codes=None, in_subset=None):
         index = torch.as_tensor(rows, device=Xt.device)
-        self.X, self.y = Xt[index], yt[index]
+        self.X, self.y = take_rows(Xt, index), yt[index]
         self.y_np = self.y.cpu().numpy()
         self.weight_np = None if weight is None else np.asarray(weight)[rows]
         self.weight = None if weight is None else torch.as_tensor(self.weight_np, dtype=Xt.dtype, device=Xt.device)

@@ -29,6 +29,7 @@ from ._state import TrainingData, TrainingSettings, TrainResult
 from ._steps import EpochSteps
 from ._streaming import LoaderSteps, check_loader, check_loader_options, is_loader
 from .._utils.errors import TrainingDivergedError
+from .._utils.sparse import as_rows
 from .._utils.checks import (
     check_sample_weight,
     check_bandwidth,
@@ -129,7 +130,11 @@ def train(
         The scoring function, mapping (n, d) to (n,) or (n, 1). A module is deep-copied and its
         parameters redrawn (``reset_parameters``) for each restart; a zero-argument callable is
         called once per restart. It is moved to ``X``'s device and dtype.
-    X : Tensor of shape (n, d), floating point; or a DataLoader or any iterable of batches
+    X : Tensor of shape (n, d), floating point, dense or sparse; or a DataLoader or any iterable of batches
+        A sparse ``X`` (a SciPy sparse matrix or array, or a torch sparse tensor) is held as a torch
+        sparse CSR tensor of its own dtype (:mod:`quantile_surrogate._utils.sparse`): minibatches take
+        its rows, and ``torch.nn.Linear`` (a linear model, an MLP's first layer) multiplies it without
+        densifying it; a custom model must accept a ``torch.sparse_csr`` input.
         A loader (with ``y=None``) is iterated once per epoch; each batch is ``(X_b, y_b)``
         (``A_b`` from the batch) or ``((X_b, y_b), (X_a, y_a))`` with a separate minibatch of
         ``A``, as a loader with :class:`~quantile_surrogate.training.sampling.SubsetBatchSampler`
@@ -374,6 +379,7 @@ def _weight_column(weight, data: TrainingData) -> torch.Tensor:
 
 def _training_data(X, y, groups, objective: str, names=("X", "y", "groups"), require_subset=True) -> TrainingData:
     """Checked rows, labels and group codes, with the subset ``A`` computed once (``require_subset``: not empty)."""
+    X = as_rows(X)
     labels = check_training_data(X, y, names[0], names[1])
     in_subset = subset_mask(labels, objective)
     spec = get_objective(objective)

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .early_stopping import EarlyStopping
+from .._utils.sparse import slice_rows
 
 __all__ = ["TrainingSettings", "TrainingData", "TrainResult", "RunState", "Candidate", "LoopState"]
 
@@ -163,7 +164,7 @@ class TrainingData:
     @property
     def sample(self) -> torch.Tensor:
         """A few rows, to check the model's output shape."""
-        return self.X[:2]
+        return slice_rows(self.X, 0, 2)
 
 
 def _plain(record) -> dict:

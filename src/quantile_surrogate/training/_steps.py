@@ -27,6 +27,7 @@ import torch
 from .sampling import epoch_batches
 from .subset_size import SubsetPlan, subset_plan
 from ._state import TrainingData, TrainingSettings
+from .._utils.sparse import take_rows
 from ..losses.general import _FixedLabelsLoss
 from ..objectives import get_objective, objective_loss, training_loss
 
@@ -137,18 +138,18 @@ class EpochSteps:
         batches = self.epoch_batches(generator)
 
         def steps():
-            # index_select, not X[rows]: on the CPU advanced indexing copies element by element, ~20x
-            # slower than index_select's row copies at 100 float32 features (benchmarks/throughput.py).
+            # take_rows (index_select, or a CSR gather), not X[rows]: on the CPU advanced indexing copies element by
+            # element, ~20x slower than index_select's row copies at 100 float32 features (benchmarks/throughput.py).
             for rows, subset_rows in batches:
                 rows = rows.to(X.device)
                 columns = dict(groups=_take(data.groups, rows), weight=_take(data.weight, rows))
                 if subset_rows is None:
-                    yield Batch(X.index_select(0, rows), labels.index_select(0, rows),
+                    yield Batch(take_rows(X, rows), labels.index_select(0, rows),
                                 data.in_subset.index_select(0, rows), **columns)
                 else:
                     # One gather of both minibatches, stacked as the forward pass takes them (no torch.cat).
                     subset_rows = subset_rows.to(X.device)
-                    stacked = X.index_select(0, torch.cat([rows, subset_rows]))
+                    stacked = take_rows(X, torch.cat([rows, subset_rows]))
                     yield Batch(stacked, labels.index_select(0, rows), None, subset_rows.numel(), **columns,
                                 groups_a=_take(data.groups, subset_rows), weight_a=_take(data.weight, subset_rows))
 

@@ -61,6 +61,9 @@ NOT_A_FILE_MESSAGE = (
 
 
 def _hash_tensor(tensor: torch.Tensor) -> str:
+    if tensor.layout == torch.sparse_csr:  # its three arrays (and its shape, in the row pointer's and columns')
+        return repr([tuple(tensor.shape)] + [_hash_tensor(part) for part in
+                                             (tensor.crow_indices(), tensor.col_indices(), tensor.values())])
     digest = hashlib.sha256()
     array = tensor.detach().cpu().contiguous().numpy()
     digest.update(str((array.dtype, array.shape)).encode())

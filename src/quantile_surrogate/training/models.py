@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._utils.checks import OPTION_MESSAGE
+from ._sparse_linear import Linear
 
 __all__ = ["ACTIVATIONS", "linear_scorer", "mlp_scorer", "build_scorer", "reset_parameters", "fit_logistic"]
 
@@ -27,6 +28,10 @@ NOT_A_MODULE_MESSAGE = "`{name}` must return a torch.nn.Module; it returned {typ
 
 def linear_scorer(n_features: int) -> nn.Module:
     """``f(x) = w^T x + b``, the paper's model: ``nn.Linear(n_features, 1)`` with PyTorch's random init.
+
+    The module is :class:`~quantile_surrogate.training._sparse_linear.Linear`, an ``nn.Linear`` whose
+    backward pass on a sparse CSR input is a scatter over its stored entries (a dense input is
+    unchanged); so is an MLP's first layer.
 
     Parameters
     ----------
@@ -51,7 +56,7 @@ def linear_scorer(n_features: int) -> nn.Module:
     >>> linear_scorer(3)(torch.zeros(5, 3)).shape
     torch.Size([5, 1])
     """
-    return nn.Linear(n_features, 1)
+    return Linear(n_features, 1)
 
 
 def mlp_scorer(n_features: int, hidden_layer_sizes: Sequence[int], activation: str = "relu") -> nn.Module:
@@ -88,9 +93,10 @@ def mlp_scorer(n_features: int, hidden_layer_sizes: Sequence[int], activation: s
     layers: list[nn.Module] = []
     width = n_features
     for size in hidden_layer_sizes:
-        layers += [nn.Linear(width, int(size)), ACTIVATIONS[activation]()]
+        layers += [(Linear if not layers else nn.Linear)(width, int(size)),  # the first layer takes sparse rows
+                   ACTIVATIONS[activation]()]
         width = int(size)
-    layers.append(nn.Linear(width, 1))
+    layers.append((Linear if not layers else nn.Linear)(width, 1))
     return nn.Sequential(*layers)
 
 
@@ -179,6 +185,30 @@ def decayed_parameters(model: nn.Module):
     return weights, others
 
 
+LBFGS_HISTORY = 20
+"""L-BFGS's pairs of remembered vectors (each the size of the parameters) in :func:`fit_logistic`."""
+LBFGS_HISTORY_BYTES = 64 * 2**20
+"""A history of at most this many bytes is never shortened (:func:`lbfgs_history`)."""
+
+
+def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
+    """:data:`LBFGS_HISTORY` pairs, or fewer (at least 3) where they would outweigh a sparse ``X`` and 64 MiB.
+
+    On sparse data the parameters can outnumber the stored entries (10^6 columns with 10 entries a row):
+    20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to what the
+    matrix weighs (7 pairs there). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`, keeps 20:
+    the same fit as before, and as on the dense copy of a small sparse matrix.
+    """
+    values = X.values() if X.layout == torch.sparse_csr else X
+    vector = sum(p.numel() for p in model.parameters()) * values.element_size()
+    budget = LBFGS_HISTORY_BYTES
+    if X.layout == torch.sparse_csr:
+        budget = max(budget, X.values().numel() * (X.values().element_size() + X.col_indices().element_size()))
+    if X.layout != torch.sparse_csr or 2 * LBFGS_HISTORY * vector <= budget:
+        return LBFGS_HISTORY
+    return int(max(3, budget // (2 * vector)))
+
+
 def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: float, max_iter: int = 200,
                  sample_weight: torch.Tensor | None = None) -> float:
     r"""Fit ``model`` in place by penalised maximum likelihood with full-batch L-BFGS.
@@ -233,7 +263,7 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     target = y.to(X.dtype)
     optimizer = torch.optim.LBFGS(
         model.parameters(), lr=1.0, max_iter=max_iter, tolerance_grad=1e-9,
-        tolerance_change=1e-12, history_size=20, line_search_fn="strong_wolfe",
+        tolerance_change=1e-12, history_size=lbfgs_history(model, X), line_search_fn="strong_wolfe",
     )
 
     def objective():
