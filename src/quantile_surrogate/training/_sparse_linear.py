@@ -2,7 +2,7 @@
 
 ``torch.nn.Linear`` accepts a ``torch.sparse_csr`` input, but its backward computes the weight's
 gradient ``G^T X`` through the transposed (CSC) layout: about 7 ms per step on 10,000 TF-IDF rows
-of 7,600 columns (12 entries a row), 40 times the forward product (benchmarks/sparse_data.py). Here
+of 7,600 columns (12 entries a row), 40 times the forward product (measured on one thread). Here
 the gradient is a scatter over the stored entries instead,
 
 .. math::
