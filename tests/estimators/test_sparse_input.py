@@ -139,3 +139,11 @@ def test_groups_and_weights_on_sparse_rows_equal_the_dense_fit():
     np.testing.assert_allclose(fits[0].decision_function(X, sensitive_features=groups),
                                fits[1].decision_function(X.toarray(), sensitive_features=groups), atol=1e-9)
     np.testing.assert_allclose(fits[0].group_thresholds_, fits[1].group_thresholds_, atol=1e-9)
+
+
+def test_more_columns_than_int32_indexes_is_one_clear_error():
+    n = 40  # two stored entries a row, in columns up to 2**31 + 9: a few hundred bytes of data
+    X = sp.csr_matrix((np.ones(2 * n), np.tile([5, 2**31 + 9], n).astype(np.int64), np.arange(0, 2 * n + 1, 2)),
+                      shape=(n, 2**31 + 10))
+    with pytest.raises(ValueError, match=r"`X` has 2,147,483,658 columns, more than 2\*\*31 - 1.*FeatureHasher"):
+        QuantileClassifier(**QUICK).fit(X, np.arange(n) % 2)

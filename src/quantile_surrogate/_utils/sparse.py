@@ -20,12 +20,26 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-__all__ = ["SPARSE_INPUT", "is_sparse", "as_rows", "csr_tensor", "take_rows", "slice_rows", "row_chunks", "scipy_csr",
+__all__ = ["SPARSE_INPUT", "MAX_COLUMNS", "TOO_MANY_COLUMNS_MESSAGE", "check_columns", "is_sparse", "as_rows", "csr_tensor", "take_rows", "slice_rows", "row_chunks", "scipy_csr",
            "stored_values"]
 
 SPARSE_INPUT = "csr"
 """``accept_sparse`` of the estimators that take sparse input: every SciPy format is converted to CSR once
 (scikit-learn's ``validate_data`` converts COO, CSC, DOK, LIL, ... to the first accepted format)."""
+
+
+MAX_COLUMNS = 2**31 - 1
+"""The widest sparse ``X`` a model is built for: past int32's range a linear model's weights alone take 16 GB."""
+TOO_MANY_COLUMNS_MESSAGE = (
+    "`X` has {columns:,} columns, more than 2**31 - 1; a linear model holds a weight for each ({gigabytes:.0f} GB in "
+    "float64). Hash the features into fewer columns, e.g. sklearn.feature_extraction.FeatureHasher(n_features=2**20)."
+)
+
+
+def check_columns(X) -> None:
+    """``ValueError`` (:data:`TOO_MANY_COLUMNS_MESSAGE`) for a matrix wider than :data:`MAX_COLUMNS`; else nothing."""
+    if X.shape[1] > MAX_COLUMNS:
+        raise ValueError(TOO_MANY_COLUMNS_MESSAGE.format(columns=X.shape[1], gigabytes=8 * X.shape[1] / 1e9))
 
 
 def _csr(crow, col, values, size) -> torch.Tensor:

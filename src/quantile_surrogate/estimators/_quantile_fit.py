@@ -21,7 +21,7 @@ from sklearn.utils import check_random_state
 
 from .._utils.seeding import restart_seeds, seed_torch
 from ..objectives import predict_scores
-from .._utils.sparse import slice_rows
+from .._utils.sparse import check_columns, slice_rows
 from ..selection._cross_fit import cross_fit_selection
 from ..selection._scorer import FoldData, held_out_value
 from ..selection._splits import MIN_ROWS_PER_STRATUM, shuffle_splits
@@ -127,6 +127,7 @@ class QuantileFitSteps:
         sparse CSR tensor of its own dtype (float32 stays float32) by :func:`sparse_working_rows`.
         """
         if sp.issparse(X):
+            check_columns(X)
             self.mean_, self.scale_ = sparse_scaler(X, self.standardize is True, sample_weight)
             return sparse_working_rows(X, order, self.scale_, self._torch_device())
         if self.standardize:
