@@ -203,14 +203,23 @@ class QuantileFitSteps:
         :func:`~quantile_surrogate.selection._start_rule.keep_start_unless_gain` on the
         validation rows (weighted with ``weight``), with the noise of the difference of both
         models' metrics (:func:`~quantile_surrogate.selection._start_rule.metric_noise`, taken as
-        independent); the start is trained on the fit rows as :func:`train` makes restart 0's.
+        independent); the start is trained on the fit rows as :func:`train` makes restart 0's, or, where
+        the chosen model is restart 0 (``init="mixed"``: the only logistic start), taken from its
+        ``initial_state``: the same seed and rows give the same start, without a second L-BFGS fit.
         Returns the (possibly replaced) result; ``selection_`` keeps the rule's record.
         """
         if self.init == "random" or self.selection_se <= 0 or (result.start == "logistic" and result.best_epoch == 0):
             return result
         extra = {} if weight is None else {"sample_weight": weight[:n_fit]}
-        start = train(factory, slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
-                      **settings, **extra)
+        if self.init == "mixed" and result.start == "logistic":
+            with torch.random.fork_rng(devices=[]):  # a throw-away init: the global RNG stays as it was
+                model = factory().to(device=Xt.device, dtype=Xt.dtype)
+            model.load_state_dict(result.initial_state)
+            start = train(model, slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="model",
+                          **settings, **extra)
+        else:
+            start = train(factory, slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
+                          **settings, **extra)
         held = FoldData(Xt, yt, np.arange(n_fit, len(yt)), weight,
                         in_subset=self._objective_spec().subset_mask(yt == 1))
         chosen, _ = held_out_value(result.model, held, settings)
