@@ -198,8 +198,10 @@ def scaling(names, data: Path, splits: int, quick: bool) -> str:
             enc = encoder()
             X_train, X_test = enc.fit_transform(raw[train]), enc.transform(raw[test])
             for label, make_scaler in scalers.items():
-                a, b = (X_train, X_test) if make_scaler is None else (lambda s: (s.transform(X_train), s.transform(
-                    X_test)))(make_scaler().fit(X_train))
+                a, b = X_train, X_test
+                if make_scaler is not None:
+                    scaler = make_scaler().fit(X_train)
+                    a, b = scaler.transform(X_train), scaler.transform(X_test)
                 scores = LogisticRegression(max_iter=1000).fit(a, y[train]).decision_function(b)
                 values[label].append([objective_metric(y[test], scores, objective=o, target=t) for o, t in POINTS])
         for label, rows in values.items():

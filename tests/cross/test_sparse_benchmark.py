@@ -4,7 +4,6 @@
 memory ratio of the wrong quantity would make every committed number describe something else.
 """
 
-import json
 import sys
 
 import numpy as np
@@ -61,4 +60,4 @@ def test_memory_child_reports_the_peak_over_the_matrix(bench):
     assert result["nonzeros"] <= 20000 and result["rows"] == 2000
     assert result["matrix_mib"] * 2**20 == pytest.approx(result["nonzeros"] * 12 + 2001 * 4)  # float64 + int32
     assert result["ratio"] == pytest.approx((result["peak_mib"] - result["baseline_mib"]) / result["matrix_mib"])
-    assert json.loads(json.dumps(result)) == result
+    assert result["peak_mib"] >= result["baseline_mib"] > 0  # the sampler saw the fit

@@ -20,8 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-__all__ = ["SPARSE_INPUT", "MAX_COLUMNS", "TOO_MANY_COLUMNS_MESSAGE", "check_columns", "is_sparse", "as_rows", "csr_tensor", "take_rows", "slice_rows", "row_chunks", "scipy_csr",
-           "stored_values"]
+__all__ = ["SPARSE_INPUT", "MAX_COLUMNS", "TOO_MANY_COLUMNS_MESSAGE", "check_columns", "as_rows", "csr_tensor",
+           "take_rows", "slice_rows", "row_chunks", "stored_values"]
 
 SPARSE_INPUT = "csr"
 """``accept_sparse`` of the estimators that take sparse input: every SciPy format is converted to CSR once
@@ -49,11 +49,6 @@ def _csr(crow, col, values, size) -> torch.Tensor:
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
 
 
-def is_sparse(X) -> bool:
-    """Whether ``X`` is a SciPy sparse matrix/array or a torch sparse tensor (any layout)."""
-    return sp.issparse(X) or (isinstance(X, torch.Tensor) and X.layout != torch.strided)
-
-
 def csr_tensor(X, *, dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
     """A SciPy sparse matrix as a torch sparse CSR tensor, sharing memory where the dtype and device allow.
 
@@ -61,7 +56,7 @@ def csr_tensor(X, *, dtype: torch.dtype | None = None, device=None) -> torch.Ten
     never touched). int32 indices stay int32 (torch multiplies with either), so a fit holds no second
     copy of the index arrays.
     """
-    X = X.tocsr() if X.format != "csr" else X
+    X = X.tocsr()  # the same object when it is CSR already
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
@@ -79,12 +74,6 @@ def as_rows(X):
     if isinstance(X, torch.Tensor) and X.layout not in (torch.strided, torch.sparse_csr):
         return X.to_sparse_csr()
     return X
-
-
-def scipy_csr(X: torch.Tensor) -> sp.csr_matrix:
-    """A torch sparse CSR tensor (on any device) as a SciPy CSR matrix (NumPy copies of its three arrays)."""
-    return sp.csr_matrix((X.values().cpu().numpy(), X.col_indices().cpu().numpy(), X.crow_indices().cpu().numpy()),
-                         shape=tuple(X.shape))
 
 
 def stored_values(X: torch.Tensor) -> torch.Tensor:

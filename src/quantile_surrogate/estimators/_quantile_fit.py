@@ -168,10 +168,7 @@ class QuantileFitSteps:
         if result.start == "logistic":
             start, init = factory, "logistic"
         else:
-            with torch.random.fork_rng(devices=[]):
-                start = factory()
-            start.load_state_dict(result.initial_state)
-            init = "model"
+            start, init = _model_from_state(factory, result.initial_state, Xt), "model"
         refitted = train(start, Xt, yt, groups=gt, max_epochs=result.best_epoch, n_restarts=1, init=init, **settings)
         self.model_ = refitted.model
         self.loss_curve_ = list(refitted.loss_curve)
@@ -212,10 +209,7 @@ class QuantileFitSteps:
             return result
         extra = {} if weight is None else {"sample_weight": weight[:n_fit]}
         if self.init == "mixed" and result.start == "logistic":
-            with torch.random.fork_rng(devices=[]):  # a throw-away init: the global RNG stays as it was
-                model = factory().to(device=Xt.device, dtype=Xt.dtype)
-            model.load_state_dict(result.initial_state)
-            start = train(model, slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="model",
+            start = train(_model_from_state(factory, result.initial_state, Xt), slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="model",
                           **settings, **extra)
         else:
             start = train(factory, slice_rows(Xt, 0, n_fit), yt[:n_fit], max_epochs=0, n_restarts=1, init="logistic",
@@ -272,3 +266,14 @@ class QuantileFitSteps:
         shift = self.threshold_ if self.groups_ is None else 0.0
         self.coef_ = w
         self.intercept_ = np.array([b - float(w[0] @ self.mean_) - shift])
+
+
+def _model_from_state(factory, state: dict, like: torch.Tensor) -> torch.nn.Module:
+    """``factory()`` holding ``state`` exactly, on ``like``'s device and dtype; the global RNG stays as it was.
+
+    Cast before loading: a float32 module would round a float64 state.
+    """
+    with torch.random.fork_rng(devices=[]):  # a throw-away random init
+        model = factory().to(device=like.device, dtype=like.dtype)
+    model.load_state_dict(state)
+    return model

@@ -122,7 +122,7 @@ def sparse_working_rows(X: sp.csr_matrix, order: np.ndarray | None, scale: np.nd
     ``dtype`` None keeps ``X``'s float32 or float64 on the CPU (float32 on a GPU). Without a reordering
     or a scale, the tensor shares the values of ``X`` (never written to).
     """
-    X = X.tocsr() if X.format != "csr" else X
+    X = X.tocsr()  # the same object when it is CSR already
     if order is not None:
         X = X[order]
     if np.any(scale != 1.0):

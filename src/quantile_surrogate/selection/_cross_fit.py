@@ -86,8 +86,7 @@ def scored_run(start, fit: FoldData, held: FoldData, settings: dict, *, max_epoc
     rows = (metric_row, loss_row) if ranking_row is None else (metric_row, loss_row, ranking_row)
 
     def fill(model, i):
-        with torch.no_grad():
-            scores = predict_scores(model, held.X)
+        scores = predict_scores(model, held.X)  # without autograd
         for row, value in zip(rows, held_out_scores(scores, held, settings, average_precision=ranking_row is not None)):
             row[i] = value
         if scores_out is not None:

@@ -1,7 +1,7 @@
 """``x W^T + b`` for a sparse CSR batch ``x``, with a backward pass that costs what the forward pass costs.
 
 ``torch.nn.Linear`` accepts a ``torch.sparse_csr`` input, but its backward computes the weight's
-gradient ``G^T X`` through the transposed (CSC) layout: about 7 ms per step on 10,000 TF-IDF rows
+gradient ``G^T X`` through the transposed (CSC) layout: 5-7 ms per step on 10,000 TF-IDF rows
 of 7,600 columns (12 entries a row), 40 times the forward product (measured on one thread). Here
 the gradient is a scatter over the stored entries instead,
 
@@ -54,7 +54,8 @@ class _SparseTimesWeight(torch.autograd.Function):
         setattr(X, SEEN, True)
         crow, col, values = X.crow_indices(), X.col_indices(), X.values()
         out = torch.zeros(X.shape[1], grad.shape[1], dtype=grad.dtype, device=grad.device)
-        rows_per_block = max(1, BLOCK_ENTRIES // max(1, grad.shape[1] * max(1, col.numel() // max(1, X.shape[0]))))
+        entries_per_row = max(1, col.numel() // max(1, X.shape[0])) * grad.shape[1]  # products a row makes, on average
+        rows_per_block = max(1, BLOCK_ENTRIES // entries_per_row)
         for start in range(0, X.shape[0], rows_per_block):
             stop = min(start + rows_per_block, X.shape[0])
             first, last = int(crow[start]), int(crow[stop])
