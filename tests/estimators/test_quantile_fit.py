@@ -137,3 +137,14 @@ def test_checkpoint_resumes_without_a_random_state(tmp_path):
     second = QuantileClassifier(checkpoint=str(path), **settings).fit(X, y)
     np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
 
+
+
+def test_a_start_state_is_loaded_without_rounding_through_float32():
+    from quantile_surrogate.estimators._quantile_fit import _model_from_state
+
+    state = {"weight": torch.tensor([[1 + 2**-40, -3.0]], dtype=torch.float64), "bias": torch.tensor([2**-30 + 0.1],
+                                                                                               dtype=torch.float64)}
+    before = torch.random.get_rng_state()
+    model = _model_from_state(lambda: torch.nn.Linear(2, 1), state, torch.zeros(1, dtype=torch.float64))
+    assert model.weight.dtype == torch.float64 and torch.equal(model.weight, state["weight"])  # float32 would round
+    assert torch.equal(model.bias, state["bias"]) and torch.equal(torch.random.get_rng_state(), before)
