@@ -15,6 +15,7 @@ from tests._data import sparse_classification
 
 
 @pytest.mark.parametrize("outputs, block", [(1, _sparse_linear.BLOCK_ENTRIES), (3, _sparse_linear.BLOCK_ENTRIES),
+                                            (_sparse_linear.TRANSPOSE_FIRST_OUTPUTS, _sparse_linear.BLOCK_ENTRIES),
                                             (3, 7)])
 def test_gradient_equals_dense_autograd(monkeypatch, outputs, block):
     monkeypatch.setattr(_sparse_linear, "BLOCK_ENTRIES", block)  # 7: many row blocks, one row at a time
@@ -26,11 +27,12 @@ def test_gradient_equals_dense_autograd(monkeypatch, outputs, block):
     (grad,) = torch.autograd.grad((sparse_linear(csr_tensor(X), weight) * upstream).sum(), weight)
     (reference,) = torch.autograd.grad((torch.as_tensor(X.toarray()) @ weight.t() * upstream).sum(), weight)
     torch.testing.assert_close(grad, reference, rtol=1e-12, atol=1e-12)
-    batch = csr_tensor(X)  # one batch twice: the scatter, then the product with its cached transpose
-    for _ in range(2):
+    batch = csr_tensor(X)  # one batch twice: the scatter (or, for many outputs, the transpose), then the kept transpose
+    for seen in range(2):
         (grad,) = torch.autograd.grad((sparse_linear(batch, weight) * upstream).sum(), weight)
         torch.testing.assert_close(grad, reference, rtol=1e-12, atol=1e-12)
-    assert getattr(batch, _sparse_linear.TRANSPOSE) is not None
+        transposed_at_once = outputs >= _sparse_linear.TRANSPOSE_FIRST_OUTPUTS
+        assert (getattr(batch, _sparse_linear.TRANSPOSE, None) is not None) == (seen or transposed_at_once)
 
 
 def test_linear_is_nn_linear_on_dense_input():

@@ -46,6 +46,8 @@ def _csr(crow, col, values, size) -> torch.Tensor:
     """``torch.sparse_csr_tensor`` without its once-per-process "beta" ``UserWarning`` (a user cannot act on it)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        # torch 2.11 warns of "implicitly disabled" checks even when they are disabled explicitly, as here.
+        warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly", category=UserWarning)
         return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
 
 

@@ -17,6 +17,14 @@ transposing once: from its second backward pass on, ``G^T X = (X^T G)^T`` is one
 ``X^T`` (kept on the tensor, as long as the tensor lives; 0.1 ms against 1.4 ms for the scatter on
 the rows above). A minibatch, used once, is never transposed, nor is a batch of more than
 :data:`TRANSPOSE_MAX_ENTRIES` stored entries: its copy would cost as much memory as the data.
+
+The scatter's cost grows with the outputs ``k`` and the transpose's does not: from
+:data:`TRANSPOSE_FIRST_OUTPUTS` outputs (an MLP's first layer) the first pass transposes too (on one
+CPU thread, 64 outputs, a first forward and backward step: 43 ms by the scatter against 8.8 ms on the
+text rows, 496 against 346 ms on 100,000 one-hot rows; ``results/sparse_data/step_cpu.md``). On a GPU
+every backward pass goes through the transpose, as ``torch.nn.Linear``'s own does: there the scatter's
+atomic adds took 0.9-1.2x torch's step for one output and 2.2-10x for 64 (H100, ``step_cuda.md``),
+while cuSPARSE transposes in about the time of one product.
 """
 
 from __future__ import annotations
@@ -24,12 +32,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["Linear", "sparse_linear", "BLOCK_ENTRIES", "TRANSPOSE_MAX_ENTRIES"]
+__all__ = ["Linear", "sparse_linear", "BLOCK_ENTRIES", "TRANSPOSE_MAX_ENTRIES", "TRANSPOSE_FIRST_OUTPUTS"]
 
 BLOCK_ENTRIES = 1 << 20
 """Products ``v G_ik`` held at once by the backward pass (1M: 8 MB in float64, and as many int64 indices)."""
 TRANSPOSE_MAX_ENTRIES = 1 << 22
 """The largest batch (stored entries; 4M: about 50 MB of float64 values and int32 indices) whose transpose is kept."""
+TRANSPOSE_FIRST_OUTPUTS = 32
+"""From this many outputs the first backward pass transposes the batch instead of scattering (crossover measured
+at 8-32 on one CPU thread: 8 on 12 entries a row, 32 on 20 entries a row of 100,000 columns)."""
 # Attributes set on a CSR batch by its backward passes: its transpose, and that it has been seen once.
 TRANSPOSE, SEEN = "_quantile_surrogate_transpose", "_quantile_surrogate_seen"
 
@@ -46,9 +57,12 @@ class _SparseTimesWeight(torch.autograd.Function):
     def backward(ctx, grad):
         X = ctx.X
         transpose = getattr(X, TRANSPOSE, None)
-        if transpose is None and getattr(X, SEEN, False) and X.values().numel() <= TRANSPOSE_MAX_ENTRIES:
+        keep = X.values().numel() <= TRANSPOSE_MAX_ENTRIES
+        at_once = X.device.type != "cpu" or grad.shape[1] >= TRANSPOSE_FIRST_OUTPUTS  # see the module's docstring
+        if transpose is None and (at_once or (keep and getattr(X, SEEN, False))):
             transpose = X.t().to_sparse_csr()
-            setattr(X, TRANSPOSE, transpose)
+            if keep:
+                setattr(X, TRANSPOSE, transpose)
         if transpose is not None:
             return None, (transpose @ grad.to(transpose.dtype)).t().to(grad.dtype)
         setattr(X, SEEN, True)
