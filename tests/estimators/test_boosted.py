@@ -172,6 +172,26 @@ def test_without_refit_the_first_splits_model_is_kept_and_cut_at_the_selected_ro
 
 
 @needs_backends
+def test_above_the_single_split_size_the_default_refits_on_every_row(monkeypatch):
+    # Issue 24: above 10,000 rows (one validation split) the default kept the split's model, trained on 80 %
+    # of the rows; it now refits there too, and "auto" means the same.
+    monkeypatch.setattr(boosted, "AUTO_SINGLE_SPLIT_ROWS", 1000)
+    X, y = _tabular(1500, seed=9)
+    params = dict(n_estimators=10, n_quantile_estimators=15, n_iter_no_change=None, random_state=0)
+    scores = {refit: QuantileBoostingClassifier(refit=refit, **params).fit(X, y).decision_function(X)
+              for refit in (True, "auto", False)}
+    default = QuantileBoostingClassifier(**params).fit(X, y)
+    assert len(default.validation_curve_) == 16  # one split's curve: the single-split path was taken
+    np.testing.assert_array_equal(default.decision_function(X), scores[True])
+    np.testing.assert_array_equal(scores["auto"], scores[True])
+    assert not np.allclose(scores[False], scores[True])
+    start = lgb.LGBMClassifier(n_estimators=10, random_state=0, verbose=-1, deterministic=True).fit(X, y)
+    assert default.best_iteration_ > 0  # quantile rounds were kept on top of ...
+    np.testing.assert_allclose(default.booster_.predict(X, raw_score=True, num_iteration=10),  # ... LightGBM's
+                               start.predict(X, raw_score=True), atol=1e-12)  # log-loss trees on every row
+
+
+@needs_backends
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
 def test_reproducible_with_random_state_and_pickles(backend):
     X, y = _tabular()
