@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from quantile_surrogate import QuantileClassifier, SubsetBatchSampler, train
+from quantile_surrogate import QuantileClassifier, QuantileClassifierCV, SubsetBatchSampler, train
 from quantile_surrogate import losses as L
 from quantile_surrogate.metrics import precision_at_recall
 
@@ -158,3 +158,18 @@ def test_quantile_classifier_on_cuda_predicts_like_the_cpu():
     gpu_metric = precision_at_recall(y.numpy().astype(int), gpu.decision_function(X.numpy()), 0.9)
     cpu_metric = precision_at_recall(y.numpy().astype(int), cpu.decision_function(X.numpy()), 0.9)
     assert gpu_metric == pytest.approx(cpu_metric, abs=0.02)
+
+
+def test_quantile_classifier_cv_trains_torch_families_on_cuda_and_trees_on_the_cpu():
+    X, y = _mixture(2000, seed=8)
+    settings = dict(target=0.9, alphas=(1e-3,), cv=3, random_state=0)
+    runs = {device: QuantileClassifierCV(estimator=QuantileClassifier(device=device, max_epochs=10, n_restarts=1),
+                                         **settings).fit(X.numpy(), y.numpy()) for device in ("cpu", "cuda")}
+    families = list(runs["cpu"].cv_results_["param_family"])
+    assert families == ["linear", "mlp", "boosted"]
+    # The trees never touch the GPU: the same fold entries to the bit; the torch families' agree to noise.
+    np.testing.assert_array_equal(runs["cuda"].selection_["metric"][2], runs["cpu"].selection_["metric"][2])
+    np.testing.assert_allclose(runs["cuda"].cv_results_["mean_test_score"], runs["cpu"].cv_results_["mean_test_score"],
+                               atol=0.02)
+    if runs["cuda"].family_ != "boosted":
+        assert next(runs["cuda"].best_estimator_.model_.parameters()).is_cuda

@@ -45,6 +45,27 @@ def test_the_cv_is_compared_with_the_family_whose_test_mean_is_higher():
     assert "| s | 100 | +0.0000 ± 0.0000 |" in table  # QC - logistic
 
 
+def test_issue24_table_compares_with_lightgbm_and_the_best_family_on_common_splits():
+    rows = frame({"quantile_cv": [0.80, 0.80, 0.80, 0.9], "lightgbm": [0.80, 0.82, 0.81, np.nan],
+                  "quantile_linear": [0.7, 0.7, 0.7], "quantile_mlp": [0.75, 0.75, 0.75],
+                  "qb_lightgbm": [0.83, 0.81, 0.82]})
+    rows = rows.dropna()
+    table = targets.tables(rows)
+    # Split 3 has only the CV: left out. CV - LightGBM = (0, -0.02, -0.01): -0.01; the best family is the trees
+    # (0.82), CV - trees = -0.02 on the mean: a miss.
+    assert "| s | 3 | 0.800 | 0.810 | 0.700 | 0.750 | 0.820 |" in table
+    assert "-0.0100 ± 0.0058 |" in table and "-0.0200 ± 0.0058 ✗ (trees) |" in table
+    assert "at least −0.005 on 0 of 1 sets; more than 0.01 below on 0." in table
+    assert "CV − best family: more than 0.01 below on 1 (s)." in table
+
+
+def test_a_file_can_be_read_for_some_methods_only(tmp_path):
+    rows = frame({"quantile_cv": [0.5, 0.6], "lightgbm": [0.4, 0.4]})
+    rows.to_csv(tmp_path / "a.csv", index=False)
+    assert set(targets.read(f"{tmp_path / 'a.csv'}:lightgbm").method) == {"lightgbm"}
+    assert set(targets.read(str(tmp_path / "a.csv")).method) == {"quantile_cv", "lightgbm"}
+
+
 def test_benchmark_refuses_an_unknown_method(capsys):
     with pytest.raises(SystemExit):
         load("real_data").main(["--methods", "logistic,bogus"])

@@ -249,3 +249,21 @@ def test_a_one_dimensional_x_at_predict_is_one_line_not_the_whole_array():
     fitted = QuantileBoostingClassifier(n_estimators=3, n_quantile_estimators=2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match=exact(NOT_2D_MESSAGE, ndim=1, shape=(X.shape[1],))):
         fitted.predict(X[0])
+
+
+@needs_backends
+def test_sparse_input_is_zeros_for_lightgbm_and_missing_for_xgboost():
+    # LightGBM reads a CSR matrix's unstored entries as zeros: the same model as on the dense array. XGBoost
+    # reads them as missing (its own convention): the same model as XGBoost's on that CSR matrix.
+    from tests._data import sparse_classification
+
+    X, y = sparse_classification(600, 30, seed=2)
+    params = dict(n_estimators=10, n_quantile_estimators=5, random_state=0)
+    on_csr = QuantileBoostingClassifier(**params).fit(X, y)
+    on_dense = QuantileBoostingClassifier(**params).fit(X.toarray(), y)
+    np.testing.assert_array_equal(on_csr.decision_function(X), on_dense.decision_function(X.toarray()))
+    start = QuantileBoostingClassifier(backend="xgboost", n_estimators=10, n_quantile_estimators=0,
+                                       random_state=0).fit(X, y)
+    reference = xgb.XGBClassifier(n_estimators=10, learning_rate=0.1, random_state=0).fit(X, y)
+    np.testing.assert_allclose(start.decision_function(X) + start.threshold_,
+                               reference.predict(X, output_margin=True), rtol=1e-5, atol=1e-5)

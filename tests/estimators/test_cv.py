@@ -86,7 +86,7 @@ def test_fold_scores_are_plain_fits_for_the_chosen_epochs_and_the_best_is_refitt
     X, y = _data(200)
     # selection_se=0: the plain best mean (a tie keeps the start), so that a trained choice is refitted here.
     clf = QuantileClassifierCV(target=0.9, alphas=(1e-2,), bandwidths=(0.05, 0.1), hidden_layer_sizes_grid=((), (8,)),
-                               cv=3, selection_se=0.0,
+                               cv=3, selection_se=0.0, boosting=None,
                                estimator=QuantileClassifier(max_epochs=5, **PLAIN), random_state=0).fit(X, y)
     results = clf.cv_results_
     assert len(results["mean_test_score"]) == 2 * 2
@@ -129,7 +129,7 @@ def test_a_tie_keeps_the_logistic_start_and_the_first_candidate():
     # and the linear model's start is the same for every alpha (alpha only enters the training).
     X, y = _data(200)
     clf = QuantileClassifierCV(target=0.9, alphas=(1e-2, 1e-3), bandwidths=(0.1,), hidden_layer_sizes_grid=((),),
-                               cv=3, random_state=0,
+                               cv=3, random_state=0, boosting=None,
                                estimator=QuantileClassifier(max_epochs=5, learning_rate=1e-12, **PLAIN)).fit(X, y)
     assert clf.epochs_ == 0 and clf.start_ == "logistic" and clf.alpha_ == 1e-2
     scores = clf.cv_results_["mean_test_score"]
@@ -343,7 +343,7 @@ def test_ties_go_to_the_earlier_family_a_logistic_start_the_earlier_candidate_th
 def test_selection_se_keeps_the_start_unless_the_gain_is_real():
     # Concentric circles: the linear start is useless (precision about the base rate), the MLP clearly better.
     X, y = make_circles(300, noise=0.1, factor=0.5, random_state=0)
-    kw = dict(target=0.9, alphas=(1e-3,), hidden_layer_sizes_grid=((), (16,)), cv=3, random_state=0,
+    kw = dict(target=0.9, alphas=(1e-3,), hidden_layer_sizes_grid=((), (16,)), cv=3, random_state=0, boosting=None,
               estimator=QuantileClassifier(max_epochs=50, n_restarts=1))
     clf = QuantileClassifierCV(**kw).fit(X, y)
     sel = clf.selection_

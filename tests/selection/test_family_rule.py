@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from quantile_surrogate.selection._family_rule import rank_candidates, select_by_family, select_entries
+from quantile_surrogate.selection._family_rule import describe_choice, rank_candidates, select_by_family, select_entries
 
 
 def test_the_ranking_puts_a_logistic_start_then_the_earlier_candidate_then_the_lower_loss_first():
@@ -35,3 +35,15 @@ def test_families_within_noise_are_told_apart_by_average_precision():
     chosen, _, record = select_by_family(metric, np.zeros_like(metric), is_start, [[0], [1]], labels,
                                          "precision_at_recall", 0.9, 0.0, ranking=ranking)
     assert not record["family_within_noise"][0] and chosen == 1  # z = 0: only exact ties are within noise
+
+
+def test_describe_choice_names_the_criterion_that_decided():
+    record = dict(family_means=np.array([0.70, 0.66, 0.58]), family_bar=np.array([0.0, 0.05, 0.10]),
+                  family_within_noise=np.array([True, True, False]),
+                  family_average_precision=np.array([0.80, 0.85, 0.90]))
+    line = describe_choice(["linear", "mlp (64,)", "boosted"], record, 1)
+    assert line == ("mlp (64,): the highest held-out average precision among the families within noise of the best "
+                    "mean (linear): linear mean 0.700, AP 0.800, mlp (64,) mean 0.660, AP 0.850; more than noise "
+                    "below: boosted 0.580, bar 0.100")
+    alone = dict(record, family_within_noise=np.array([True, False, False]))
+    assert describe_choice(["linear", "mlp (64,)", "boosted"], alone, 0).startswith("linear: the best held-out mean, 0.700")

@@ -14,6 +14,7 @@ import difflib
 import json
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["BACKENDS", "MISSING_BACKEND_MESSAGE", "RESERVED_CLASH_MESSAGE", "UNKNOWN_PARAM_MESSAGE",
            "XGBOOST_MIN_CHILD_MESSAGE", "RESERVED_PARAMS", "make_backend"]
@@ -98,6 +99,12 @@ def _check_known_params(name, extra, params):
                                                       matches=", ".join(matches) or "none"))
 
 
+def _as_matrix(X):
+    """A SciPy sparse *array* as the sparse *matrix* LightGBM recognises (the same arrays; LightGBM copies and
+    warns "Converting data to scipy sparse matrix" otherwise); anything else as it is."""
+    return sp.csr_matrix(X) if sp.issparse(X) and not isinstance(X, sp.spmatrix) else X
+
+
 class LightGBMBackend:
     """``lgb.train`` with ``init_model=`` to continue; margins from ``predict(raw_score=True)``."""
 
@@ -114,7 +121,7 @@ class LightGBMBackend:
         # Raw data kept: continuing from a booster predicts it on these rows once (the init score).
         # `weight`: frequency weights; the log-loss start weights them itself, the quantile objective
         # reads them off the Dataset (boosting.BoostingObjective).
-        return self.lgb.Dataset(X, label=y, reference=reference, weight=weight, free_raw_data=False,
+        return self.lgb.Dataset(_as_matrix(X), label=y, reference=reference, weight=weight, free_raw_data=False,
                                 params={"verbose": -1, "feature_pre_filter": False})
 
     def fit_logloss(self, data, rounds):
@@ -142,7 +149,7 @@ class LightGBMBackend:
                               init_model=booster, keep_training_booster=False, **kwargs)
 
     def margins(self, booster, X):
-        return np.asarray(booster.predict(X, raw_score=True), dtype=np.float64).reshape(-1)
+        return np.asarray(booster.predict(_as_matrix(X), raw_score=True), dtype=np.float64).reshape(-1)
 
     def truncate(self, booster, n_trees):
         if booster.num_trees() <= n_trees:

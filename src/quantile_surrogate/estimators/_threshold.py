@@ -156,11 +156,16 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
         target = getattr(self, "target", None)
         return self._objective_spec().default_target if target is None else float(target)
 
+    def _allows_nan(self) -> bool:
+        """Whether the fitted model scores rows with NaN (trees do); ``_check_X`` refuses them otherwise."""
+        return False
+
     def _check_X(self, X):
         """``X`` checked against what ``fit`` saw (features, dtype), as ``_raw_scores`` expects it."""
-        with short_input_errors(X, type(self).__name__):
+        with short_input_errors(X, type(self).__name__):  # a 1-D X: one line, not scikit-learn's whole array
             return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
-                                 accept_sparse=self._sparse_input or False, reset=False)
+                                 accept_sparse=self._sparse_input or False, reset=False,
+                                 ensure_all_finite="allow-nan" if self._allows_nan() else True)
 
     # -- the steps of fit ------------------------------------------------------------------
     def _validate_training_data(self, X, y, **check):
@@ -304,6 +309,6 @@ class ThresholdedClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = self._allows_nan()
         tags.input_tags.sparse = self._sparse_input is not None
         return tags

@@ -12,7 +12,6 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ..boosting import lightgbm_objective, xgboost_objective
 from ..losses import SURROGATES
@@ -22,9 +21,10 @@ from ..selection._scorer import FoldData, HeldOutCurve
 from ..selection._splits import shuffle_splits
 from ..selection._start_rule import select_rounds
 from ._boosting_backends import BACKENDS, make_backend
-from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier, refuse_text_columns, short_input_errors
+from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
 from .._utils.checks import check_sample_weight
 from .._utils.errors import TrainingDivergedError
+from .._utils.sparse import SPARSE_INPUT
 
 __all__ = ["QuantileBoostingClassifier", "FORM_MESSAGE"]
 
@@ -231,16 +231,12 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        return tags
+    _sparse_input = SPARSE_INPUT  # LightGBM and XGBoost take SciPy CSR rows as they are
+
+    def _allows_nan(self) -> bool:
+        return True  # a tree sends a missing value down its learned default branch
 
     # -- helpers ------------------------------------------------------------------------------
-    def _check_X(self, X):
-        with short_input_errors(X, type(self).__name__):  # a 1-D X: one line, not scikit-learn's whole array
-            return validate_data(self, refuse_text_columns(X, type(self).__name__), dtype=[np.float64, np.float32],
-                                 reset=False, ensure_all_finite="allow-nan")
 
     def _bandwidth(self, y01, codes):
         """``bandwidth="auto"``: ``30 / |A|`` clipped to [0.05, 0.3], ``|A|`` the smallest group's rows of A."""

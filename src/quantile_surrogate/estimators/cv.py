@@ -11,10 +11,12 @@ The fold fits, the folds and the family rule live in :mod:`quantile_surrogate.se
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
@@ -26,10 +28,13 @@ from .._utils.seeding import restart_seeds
 from .._utils.sparse import SPARSE_INPUT
 from ..objectives import OBJECTIVES
 from ..selection._cross_fit import build_start, epoch_grid, family_fold, logistic_restarts, train_from
-from ..selection._family_rule import select_by_family
+from ..selection._family_rule import describe_choice, select_by_family
 from ..selection._scorer import FoldData
 from ..selection._splits import k_folds
+from ._boosted_family import (BOOSTED, NAN_NOTE, boosted_entries, boosted_fold, boosted_refit, boosted_template,
+                              has_nan)
 from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
+from .boosted import QuantileBoostingClassifier
 from .quantile_classifier import QuantileClassifier
 
 __all__ = ["QuantileClassifierCV"]
@@ -51,7 +56,15 @@ class QuantileClassifierCV(ThresholdedClassifier):
     and ``max_epochs`` epochs with the objective's exact metric at ``target`` (weighted with
     ``sample_weight``, per group with ``sensitive_features``). The choice applies the binomial start
     rule (:func:`~quantile_surrogate.selection._start_rule.select_over_start`, QuantileClassifier's
-    K-fold rule before issue 21) inside each model family, then compares the families:
+    K-fold rule before issue 21) inside each model family, then compares the families.
+
+    With ``boosting`` (by default LightGBM's :class:`QuantileBoostingClassifier` where LightGBM is
+    installed) the last family is gradient-boosted trees, scored on the same folds: fitted on each
+    fold's training rows as its own ``fit`` does (its quantile rounds chosen on validation splits
+    *inside* those rows), its log-loss trees alone ("LightGBM + threshold") are the family's start
+    (epoch column 0) and the trees with their quantile rounds its one other entry (column 1;
+    :mod:`~quantile_surrogate.estimators._boosted_family`). The families run from the simplest to the
+    most flexible, linear, MLP, trees, so that ties go to the smoother score.
 
     1. In family :math:`f` the reference :math:`s_f` is the family's logistic start as it is
        (epoch 0 of its first logistic restart; it does not depend on ``alpha`` or
@@ -79,9 +92,11 @@ class QuantileClassifierCV(ThresholdedClassifier):
        \sigma_{0,f})` (:math:`\hat\sigma_{bf}` the standard error of the paired fold differences,
        :math:`\sigma_{0,f}` the start's part of family :math:`f`'s floor above, ``noise_floor``). Of :math:`b` and the families within
        noise of it, the one whose entry has the highest mean held-out **average precision**
-       wins (ties: the earlier family of ``hidden_layer_sizes_grid``, the linear model by default).
+       wins (ties: the earlier family of ``hidden_layer_sizes_grid``, the linear model by default,
+       then the trees).
 
-    The chosen start is trained for :math:`\hat e` epochs on every row. Why a bar inside a
+    The chosen start is trained for :math:`\hat e` epochs on every row (the trees: fitted on every
+    row, without quantile rounds where their start won). Why a bar inside a
     family, why not the same bar between families, why average precision, and why not
     ``GridSearchCV(QuantileClassifier(), ...)``, with the measurements: ``docs/selection.md``.
 
@@ -115,6 +130,13 @@ class QuantileClassifierCV(ThresholdedClassifier):
         :math:`z` of the rule above, as in :class:`QuantileClassifier` (the ``selection_se`` of
         ``estimator`` is not used), for both steps. 0: the plain best mean over the grid (an exact
         tie between families goes to the higher average precision).
+    boosting : "auto", QuantileBoostingClassifier or None, default="auto"
+        The trees family. "auto": ``QuantileBoostingClassifier()`` (LightGBM) when LightGBM is
+        importable, else no trees and a line in ``selection_["notes"]``; an estimator: its settings
+        (the ``objective``, ``target`` and ``random_state`` of this class win), e.g.
+        ``QuantileBoostingClassifier(backend="xgboost")``; None: linear and MLP families only (the
+        estimator before issue 24). With trees, ``fit`` takes ``X`` with NaN: only the trees are
+        trained then (``selection_["notes"]`` says so), and ``predict`` takes NaN where they won.
     n_jobs : int or None, default=1
         (Model family, fold) tasks run in parallel through joblib; the result does not depend on it.
     random_state : int, RandomState or None, default=None
@@ -122,23 +144,27 @@ class QuantileClassifierCV(ThresholdedClassifier):
 
     Attributes
     ----------
+    family_ : str
+        The chosen family: "linear", "mlp" or "boosted".
     alpha_, bandwidth_, hidden_layer_sizes_ : float, float, tuple
-        The chosen values.
+        The chosen values (None for the trees).
     epochs_ : int
-        The chosen number of epochs (0: the logistic start as it is).
+        The chosen number of epochs (0: the logistic start as it is); for the trees, the quantile
+        rounds the refit kept.
     restart_ : int
-        The chosen restart (its start: ``start_``, "logistic" or "random").
+        The chosen restart (its start: ``start_``, "logistic", "random" or "log-loss trees").
     start_ : str
     best_score_ : float
         The choice's mean held-out metric (optimistic where it left the start: a maximum over the
         passing entries).
     cv_results_ : dict of ndarrays, one entry per candidate
-        ``param_alpha``, ``param_bandwidth``, ``param_hidden_layer_sizes``, ``params``,
+        ``param_family``, ``param_alpha``, ``param_bandwidth``, ``param_hidden_layer_sizes`` (NaN and
+        None for the trees, whose ``params`` is ``{"family": "boosted"}``), ``params``,
         ``split{k}_test_score`` (the held-out metric of the candidate's entry: its best passing
         restart and epoch count, else its own logistic start as it is), ``mean_test_score``,
         ``std_test_score``, ``rank_test_score`` (1 is the choice, then by ``mean_test_score``),
-        ``best_epochs``, ``best_restart``, ``mean_fit_time`` (seconds per fold, the starts not
-        counted).
+        ``best_epochs`` (for the trees 0, the log-loss trees, or 1, with their quantile rounds),
+        ``best_restart``, ``mean_fit_time`` (seconds per fold, the torch families' starts not counted).
     selection_ : dict
         The rule's record: ``metric`` and ``loss`` of shape (candidates, folds, restarts, epoch
         counts) (NaN where an entry does not exist), ``epochs`` (the counts), ``mean_gain``,
@@ -147,12 +173,13 @@ class QuantileClassifierCV(ThresholdedClassifier):
         ``noise`` (per fold), ``noise_floor`` (:math:`\sigma_0`), ``family_means`` and
         ``family_average_precision`` (the mean held-out metric and average precision of its
         entry), ``family_bar`` (its bar against the best mean; 0 for that family) and
-        ``family_within_noise``; ``average_precision`` has the shape of ``metric``. Without a
+        ``family_within_noise``; ``average_precision`` has the shape of ``metric``; ``notes``, lines on
+        families left out (no LightGBM, NaN in ``X``); ``reason``, one line on why the family won. Without a
         logistic restart only ``metric``, ``loss``, ``average_precision`` and ``epochs``, and the
         choice is the best mean over the grid.
-    best_estimator_ : QuantileClassifier
-        The chosen settings, refitted on every row; predictions go through it. Its
-        ``best_epoch_`` is ``epochs_``.
+    best_estimator_ : QuantileClassifier or QuantileBoostingClassifier
+        The chosen settings, refitted on every row; predictions go through it. A
+        QuantileClassifier's ``best_epoch_`` is ``epochs_``.
     classes_, threshold_, groups_, group_thresholds_, n_features_in_, feature_names_in_
         As in :class:`QuantileClassifier`.
 
@@ -166,8 +193,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
     >>> X, y = make_classification(300, weights=[0.8, 0.2], random_state=0)
     >>> clf = QuantileClassifierCV(target=0.9, alphas=(1e-3,), bandwidths=(0.05,),
     ...                            estimator=QuantileClassifier(max_epochs=10, n_restarts=1),
-    ...                            random_state=0).fit(X, y)
-    >>> clf.hidden_layer_sizes_ in [(), (64,)], len(clf.cv_results_["mean_test_score"])
+    ...                            boosting=None, random_state=0).fit(X, y)
+    >>> clf.family_ in ["linear", "mlp"], len(clf.cv_results_["mean_test_score"])
     (True, 2)
     >>> bool((clf.predict(X)[y == 1] == 1).mean() >= 0.9)  # the constraint on the training rows
     True
@@ -184,13 +211,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
         "cv": [Interval(Integral, 2, None, closed="left"), HasMethods(["split"]), "array-like"],
         "estimator": [QuantileClassifier, None],
         "selection_se": [Interval(Real, 0, None, closed="left")],
+        "boosting": [StrOptions({"auto"}), QuantileBoostingClassifier, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
     }
 
     def __init__(self, *, objective="precision_at_recall", target=None, alphas=(1e-2, 1e-3),
                  bandwidths=(0.1,), hidden_layer_sizes_grid=((), (64,)), cv=3, estimator=None, selection_se=2.0,
-                 n_jobs=1, random_state=None):
+                 boosting="auto", n_jobs=1, random_state=None):
         self.objective = objective
         self.target = target
         self.alphas = alphas
@@ -199,6 +227,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         self.cv = cv
         self.estimator = estimator
         self.selection_se = selection_se
+        self.boosting = boosting
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -247,55 +276,85 @@ class QuantileClassifierCV(ThresholdedClassifier):
         -------
         self : QuantileClassifierCV
         """
-        X, y01 = self._validate_training_data(X, y)
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        boosted, notes = boosted_template(self.boosting, self.objective, self.target, seed)
+        X, y01 = self._validate_training_data(X, y, **({} if boosted is None else {"ensure_all_finite": "allow-nan"}))
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
         grid = self._grid()
         codes = self._encode_fit_groups(sensitive_features, y01)
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         base = self._template(seed)
         folds = k_folds(y01, codes, self.cv, seed, X=X, groups=groups)  # the splitter's groups, never the constraint's
-        Xt = base._working_tensor(X, None, weight)  # standardised once with every row's (weighted) statistics
-        yt = torch.as_tensor(y01, device=Xt.device)
-        in_subset = self._objective_spec().subset_mask(yt == 1)
-        families = grid["hidden_layer_sizes"]
-        penalties = list(itertools.product(grid["alpha"], grid["bandwidth"]))
-        candidates = [dict(hidden_layer_sizes=h, alpha=a, bandwidth=b) for h in families for a, b in penalties]
-        sparse = Xt.layout == torch.sparse_csr
-        settings = [self._settings(base, c, seed, len(y01), sparse) for c in candidates]
-        epochs = epoch_grid(base.max_epochs)
-        sides = [(FoldData(Xt, yt, a, weight, codes, in_subset), FoldData(Xt, yt, b, weight, codes, in_subset))
-                 for a, b in folds]
-        per = len(penalties)
-        tasks = Parallel(n_jobs=self.n_jobs)(
-            delayed(family_fold)(clone(base).set_params(hidden_layer_sizes=h)._scorer_factory(Xt.shape[1]),
-                                 settings[f * per:(f + 1) * per], fit, held, grid=epochs, seed=seed,
-                                 n_restarts=base.n_restarts, init=base.init, max_epochs=base.max_epochs)
-            for f, h in enumerate(families) for fit, held in sides)
-        shape = (len(families), len(folds))
-        metric = np.stack([np.concatenate([tasks[f * len(folds) + k][0] for f in range(shape[0])])
-                           for k in range(shape[1])], axis=1)  # (candidates, folds, restarts, epochs)
-        loss = np.stack([np.concatenate([tasks[f * len(folds) + k][1] for f in range(shape[0])])
-                         for k in range(shape[1])], axis=1)
-        ranking = np.stack([np.concatenate([tasks[f * len(folds) + k][2] for f in range(shape[0])])
-                            for k in range(shape[1])], axis=1)
-        seconds = np.stack([np.concatenate([tasks[f * len(folds) + k][3] for f in range(shape[0])])
-                            for k in range(shape[1])], axis=1)
-        chosen = self._record(candidates, metric, loss, ranking, seconds, epochs, base,
-                              [held.y_np for _, held in sides], [held.weight_np for _, held in sides])
-        self._refit(base, X, y, weight, sensitive_features, codes, Xt, yt, candidates[chosen], seed, len(y01))
+        if boosted is not None and has_nan(X):
+            notes.append(NAN_NOTE)
+            grid["hidden_layer_sizes"] = []
+        candidates = [dict(hidden_layer_sizes=h, alpha=a, bandwidth=b) for h in grid["hidden_layer_sizes"]
+                      for a, b in itertools.product(grid["alpha"], grid["bandwidth"])]
+        candidates += [] if boosted is None else [dict(family=BOOSTED)]
+        parts, labels, epochs, Xt, yt = self._score_folds(base, boosted, X, y01, weight, codes, folds, grid, seed)
+        arrays = [np.stack([np.concatenate([part[i] for part in fold]) for fold in parts], axis=1) for i in range(4)]
+        chosen = self._record(candidates, *arrays, epochs, base, [held.y_np for held in labels],
+                              [held.weight_np for held in labels], notes)
+        if candidates[chosen].get("family") == BOOSTED:
+            self._refit_boosted(boosted, X, y, weight, sensitive_features)
+        else:
+            self._refit(base, X, y, weight, sensitive_features, codes, Xt, yt, candidates[chosen], seed, len(y01))
         return self
+
+    def _score_folds(self, base, boosted, X, y01, weight, codes, folds, grid, seed) -> tuple:
+        """Every (family, fold) task, through joblib: ``(parts, labels, epochs, Xt, yt)``.
+
+        ``parts[k]`` lists fold ``k``'s (metric, loss, ranking, seconds) per family in the order of the
+        candidates (the torch families', then the boosted family's entries); ``labels[k]`` its held-out
+        rows (labels, weights, groups), ``epochs`` the epoch grid, ``Xt`` and ``yt`` the standardised
+        working rows (None without a torch family).
+        """
+        families, n = grid["hidden_layer_sizes"], len(y01)
+        penalties = list(itertools.product(grid["alpha"], grid["bandwidth"]))
+        epochs = epoch_grid(base.max_epochs)
+        sparse = sp.issparse(X)
+        first = self._settings(base, dict(alpha=grid["alpha"][0], bandwidth=grid["bandwidth"][0]), seed, n, sparse)
+        jobs, Xt, yt = [], None, None
+        if families:
+            Xt = base._working_tensor(X, None, weight)  # standardised once with every row's (weighted) statistics
+            yt = torch.as_tensor(y01, device=Xt.device)
+            in_subset = self._objective_spec().subset_mask(yt == 1)
+            sides = [(FoldData(Xt, yt, a, weight, codes, in_subset), FoldData(Xt, yt, b, weight, codes, in_subset))
+                     for a, b in folds]
+            settings = [self._settings(base, dict(hidden_layer_sizes=h, alpha=a, bandwidth=b), seed, n, sparse)
+                        for h in families for a, b in penalties]
+            per = len(penalties)
+            jobs += [delayed(family_fold)(clone(base).set_params(hidden_layer_sizes=h)._scorer_factory(X.shape[1]),
+                                          settings[f * per:(f + 1) * per], fit, held, grid=epochs, seed=seed,
+                                          n_restarts=base.n_restarts, init=base.init, max_epochs=base.max_epochs)
+                     for f, h in enumerate(families) for fit, held in sides]
+        yc = torch.as_tensor(y01)
+        labels = [FoldData(torch.zeros((n, 0), dtype=torch.float64), yc, b, weight, codes,
+                           self._objective_spec().subset_mask(yc == 1)) for _, b in folds]
+        if boosted is not None:
+            jobs += [delayed(boosted_fold)(boosted, X, y01, a, b, held, first, weight, codes)
+                     for (a, b), held in zip(folds, labels)]
+        tasks = Parallel(n_jobs=self.n_jobs)(jobs)
+        shape = (base.n_restarts, len(epochs))
+        parts = [[tasks[f * len(folds) + k] for f in range(len(families))] for k in range(len(folds))]
+        if boosted is not None:
+            start = logistic_restarts(base.init, base.n_restarts)
+            restart = start.index(True) if any(start) else 0
+            for k, fold in enumerate(parts):
+                fold.append(boosted_entries(tasks[len(families) * len(folds) + k], shape, restart))
+        return parts, labels, epochs, Xt, yt
 
     @staticmethod
     def _settings(base, candidate, seed, n_rows, sparse=False) -> dict:
         return clone(base).set_params(**candidate)._fold_settings(seed, n_rows, sparse)
 
-    def _record(self, candidates, metric, loss, ranking, seconds, epochs, base, held_labels, held_weights):
+    def _record(self, candidates, metric, loss, ranking, seconds, epochs, base, held_labels, held_weights, notes):
         """``cv_results_``, ``selection_`` and the choice (:func:`~quantile_surrogate.selection._family_rule.select_by_family`); returns its index."""
         logistic = logistic_restarts(base.init, base.n_restarts)
         is_start = np.zeros(metric.shape[2:])
         is_start[logistic, 0] = 1.0
-        sizes = [c["hidden_layer_sizes"] for c in candidates]
+        sizes = [c.get("hidden_layer_sizes", BOOSTED) for c in candidates]
         families = [[c for c, h in enumerate(sizes) if h == family] for family in dict.fromkeys(sizes)]
+        names = [BOOSTED if h == BOOSTED else "linear" if h == () else "mlp" for h in sizes]
         chosen, best, record = select_by_family(metric, loss, is_start, families, held_labels, self.objective,
                                                 self._target(), self.selection_se, held_weights, ranking)
         n = len(candidates)
@@ -306,10 +365,11 @@ class QuantileClassifierCV(ThresholdedClassifier):
         rank = np.empty(n, dtype=np.int32)
         rank[[chosen] + others] = np.arange(1, n + 1)
         results = {
-            "param_hidden_layer_sizes": np.array([c["hidden_layer_sizes"] for c in candidates] + [None],
+            "param_family": np.array(names, dtype=object),
+            "param_hidden_layer_sizes": np.array([c.get("hidden_layer_sizes") for c in candidates] + [None],
                                                  dtype=object)[:-1],
-            "param_alpha": np.array([c["alpha"] for c in candidates]),
-            "param_bandwidth": np.array([c["bandwidth"] for c in candidates]),
+            "param_alpha": np.array([c.get("alpha", np.nan) for c in candidates], dtype=np.float64),
+            "param_bandwidth": np.array([c.get("bandwidth", np.nan) for c in candidates], dtype=np.float64),
             "params": [dict(c) for c in candidates],
             **{f"split{k}_test_score": splits[:, k] for k in range(splits.shape[1])},
             "mean_test_score": means, "std_test_score": splits.std(axis=1),
@@ -321,12 +381,17 @@ class QuantileClassifierCV(ThresholdedClassifier):
         restart, column = best[chosen]
         self.cv_results_ = results
         self.selection_ = dict(metric=metric, loss=loss, average_precision=ranking, epochs=np.asarray(epochs),
-                               **(record or {}))
-        self.alpha_ = candidates[chosen]["alpha"]
-        self.bandwidth_ = candidates[chosen]["bandwidth"]
-        self.hidden_layer_sizes_ = candidates[chosen]["hidden_layer_sizes"]
+                               notes=list(notes), **(record or {}))
+        labels = [f"mlp {sizes[m[0]]}" if names[m[0]] == "mlp" else names[m[0]] for m in families]
+        family = next(f for f, members in enumerate(families) if chosen in members)
+        self.selection_["reason"] = (describe_choice(labels, record, family) if record is not None else
+                                     f"{labels[family]}: the best held-out mean over the grid (no logistic start)")
+        self.family_ = names[chosen]
+        self.alpha_ = candidates[chosen].get("alpha")
+        self.bandwidth_ = candidates[chosen].get("bandwidth")
+        self.hidden_layer_sizes_ = candidates[chosen].get("hidden_layer_sizes")
         self.restart_, self.epochs_ = int(restart), int(epochs[column])
-        self.start_ = "logistic" if logistic[restart] else "random"
+        self.start_ = "log-loss trees" if self.family_ == BOOSTED else "logistic" if logistic[restart] else "random"
         self.best_score_ = float(results["mean_test_score"][chosen])
         return chosen
 
@@ -340,10 +405,28 @@ class QuantileClassifierCV(ThresholdedClassifier):
         settings = self._settings(base, candidate, seed, n_rows, Xt.layout == torch.sparse_csr)
         result = train_from(start, every, settings, self.epochs_, shuffle_seed)
         best._finish_fit(Xt, y01, codes, weight, result=result, best_epoch=self.epochs_)
+        self._adopt_thresholds(best)
+
+    def _refit_boosted(self, boosted, X, y, weight, sensitive_features):
+        """The boosted family's estimator on every row (its log-loss trees alone where column 0 won), as ``best_estimator_``."""
+        best = boosted_refit(boosted, self.epochs_ > 0, X, y, weight, sensitive_features)
+        self.epochs_ = int(best.best_iteration_)
+        self._adopt_thresholds(best)
+
+    def _adopt_thresholds(self, best):
         self.best_estimator_ = best
         self.threshold_ = best.threshold_
         self.groups_, self.group_thresholds_ = best.groups_, best.group_thresholds_
         self.tie_score_, self.tie_fraction_ = best.tie_score_, best.tie_fraction_
+
+    def _allows_nan(self) -> bool:
+        return getattr(self, "family_", None) == BOOSTED  # the trees score NaN; a torch family cannot
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.boosting is not None and (  # fit takes NaN where the trees are trained
+            not isinstance(self.boosting, str) or importlib.util.find_spec("lightgbm") is not None)
+        return tags
 
     def _raw_scores(self, X) -> np.ndarray:
         return self.best_estimator_._raw_scores(X)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._start_rule import clears_bar, metric_noises, paired_se, select_over_start
 
-__all__ = ["rank_candidates", "select_by_family", "select_entries"]
+__all__ = ["describe_choice", "rank_candidates", "select_by_family", "select_entries"]
 
 
 def rank_candidates(mean_metric, mean_loss, is_start) -> np.ndarray:
@@ -158,3 +158,27 @@ def select_by_family(metric, loss, is_start, families, held_labels, objective, t
     record.update(family_means=means, family_average_precision=ranks, family_bar=bars, family_within_noise=within)
     return int(chosen), entries, {k: (np.asarray(v) if k in ("noise", "noise_floor") else v)
                                  for k, v in record.items()}
+
+
+def describe_choice(names, record, chosen: int) -> str:
+    """One line on why family ``chosen`` (an index into ``names``) won, from :func:`select_by_family`'s ``record``.
+
+    Examples
+    --------
+    >>> record = dict(family_means=np.array([0.27, 0.97]), family_bar=np.array([0.05, 0.0]),
+    ...               family_within_noise=np.array([False, True]), family_average_precision=np.array([0.3, 0.9]))
+    >>> describe_choice(["linear", "boosted"], record, 1)
+    'boosted: the best held-out mean, 0.970; the others are below it by more than their noise bar (linear 0.270, bar 0.050)'
+    """
+    means, bars = record["family_means"], record["family_bar"]
+    within, ranks = record["family_within_noise"], record["family_average_precision"]
+    best = int(np.argmax(means))
+    clear = ", ".join(f"{names[f]} {means[f]:.3f}, bar {bars[f]:.3f}" for f in range(len(names)) if not within[f])
+    if within.sum() == 1:
+        return (f"{names[chosen]}: the best held-out mean, {means[chosen]:.3f}; the others are below it by more "
+                f"than their noise bar ({clear})")
+    tied = ", ".join(f"{names[f]} mean {means[f]:.3f}, AP {ranks[f]:.3f}" for f in np.flatnonzero(within))
+    line = (f"{names[chosen]}: the highest held-out average precision among the families within noise of the best "
+            f"mean ({names[best]}): {tied}")
+    return line + (f"; more than noise below: {clear}" if clear else "")
+
