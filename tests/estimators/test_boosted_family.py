@@ -4,6 +4,7 @@ import importlib.util
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.model_selection import StratifiedKFold
@@ -64,6 +65,10 @@ def test_trees_win_an_interaction_and_are_refitted_on_every_row():
     assert clf.threshold_ == refit.threshold_ and clf.epochs_ == refit.best_iteration_
     assert clf.score(X, y) > 0.8
     assert clf.selection_["reason"].startswith("boosted: the best held-out mean")
+    results = clf.cv_results_
+    np.testing.assert_array_equal(results["family_within_noise"], sel["family_within_noise"])  # one candidate each
+    np.testing.assert_array_equal(results["family_noise_floor"], sel["noise_floor"])
+    assert len(pd.DataFrame(results)) == 2  # still a table, as scikit-learn users read it
 
 
 def clone_of(template, clf, X, y):

@@ -164,7 +164,9 @@ class QuantileClassifierCV(ThresholdedClassifier):
         restart and epoch count, else its own logistic start as it is), ``mean_test_score``,
         ``std_test_score``, ``rank_test_score`` (1 is the choice, then by ``mean_test_score``),
         ``best_epochs`` (for the trees 0, the log-loss trees, or 1, with their quantile rounds),
-        ``best_restart``, ``mean_fit_time`` (seconds per fold, the torch families' starts not counted).
+        ``best_restart``, ``mean_fit_time`` (seconds per fold, the torch families' starts not counted),
+        and, with a logistic restart, the candidate's family's ``family_noise_floor`` (:math:`\sigma_0`)
+        and ``family_within_noise`` (step 2; ``selection_["reason"]`` says in a line why the winner won).
     selection_ : dict
         The rule's record: ``metric`` and ``loss`` of shape (candidates, folds, restarts, epoch
         counts) (NaN where an entry does not exist), ``epochs`` (the counts), ``mean_gain``,
@@ -378,6 +380,12 @@ class QuantileClassifierCV(ThresholdedClassifier):
             "best_restart": np.array([int(r) for r, _ in best]),
             "mean_fit_time": seconds.mean(axis=1),
         }
+        if record is not None:  # each candidate's family: its noise floor, and whether it was within noise of the best
+            of_family = np.empty(n, dtype=np.intp)
+            for f, members in enumerate(families):
+                of_family[members] = f
+            results["family_noise_floor"] = np.asarray(record["noise_floor"], dtype=np.float64)[of_family]
+            results["family_within_noise"] = np.asarray(record["family_within_noise"])[of_family]
         restart, column = best[chosen]
         self.cv_results_ = results
         self.selection_ = dict(metric=metric, loss=loss, average_precision=ranking, epochs=np.asarray(epochs),
