@@ -22,7 +22,7 @@ LAYERS = {
     "_utils": 0,
     "quantiles": 1, "metrics": 1, "datasets": 1,
     "losses": 2,
-    "objectives": 3,
+    "objectives": 3, "constraints": 3,
     "boosting": 4, "training": 4,
     "selection": 5,
     "estimators": 6,

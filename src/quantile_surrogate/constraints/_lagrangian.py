@@ -1,0 +1,136 @@
+r"""Several rate constraints at one threshold, each with a Lagrange multiplier (the proxy-Lagrangian).
+
+For constraints :math:`c_j(f) \le 0` (a rate's excess over its bound, or a gap's over its bound,
+measured at the objective's threshold :math:`t`), training minimises
+
+.. math::
+    L(f) + \sum_j \lambda_j \, \tilde c_j(f), \qquad \tilde c_j \ge c_j,
+
+with :math:`\tilde c_j` the constraint on the differentiable bounds of :mod:`._rates` (an upper
+bound of the exact excess), while each multiplier follows the **exact** 0/1 excess,
+:math:`\lambda_j \leftarrow \max(0, \lambda_j + \eta\, c_j(f))` (Cotter, Jiang & Sridharan, "Two-player
+games for efficient non-convex constrained optimization", 2019: the proxy-Lagrangian, whose
+multiplier player sees the true constraint and whose model player sees its surrogate). A constraint
+in each group has one multiplier per group.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._utils.checks import check_groups, check_labels, check_number, check_scores
+from ._rates import bound_rates, exact_rates
+from ._vocabulary import RateConstraint
+
+__all__ = ["ConstraintSet", "NOT_A_CONSTRAINT_MESSAGE", "GROUPS_NEEDED_MESSAGE", "N_GROUPS_MESSAGE"]
+
+NOT_A_CONSTRAINT_MESSAGE = ("`constraints` must hold constraints built by quantile_surrogate.constraints.rate or "
+                            ".gap; item {index} is {type_name}.")
+GROUPS_NEEDED_MESSAGE = ("{name!r} is measured per group: pass `groups` (one code 0..G-1 per row) here and "
+                         "`n_groups` when building the ConstraintSet.")
+N_GROUPS_MESSAGE = "`n_groups` must be an integer >= 2 for per-group and gap constraints; got {value!r}."
+STEP_MESSAGE = "`step_size` must be a finite number > 0; got {value!r}."
+
+
+class ConstraintSet:
+    """Rate constraints at the objective's threshold, with their multipliers (the module's formula).
+
+    Parameters
+    ----------
+    constraints : sequence of RateConstraint
+        From :func:`~quantile_surrogate.constraints.rate` and :func:`~quantile_surrogate.constraints.gap`.
+    n_groups : int >= 2 or None
+        The number of groups (codes 0..G-1), needed by per-group and gap constraints.
+    step_size : float > 0, default=0.1
+        :math:`\\eta` of the multiplier update.
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The bound of the step in :math:`\\tilde c_j`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.constraints import ConstraintSet, gap, rate
+    >>> cs = ConstraintSet([rate("fpr", at_most=0.1), gap("recall", at_most=0.05)], n_groups=2)
+    >>> scores = torch.tensor([2.0, 0.5, -1.0, 1.5, -0.5, 0.2], dtype=torch.float64)
+    >>> labels = torch.tensor([1, 1, 0, 1, 0, 0]); groups = torch.tensor([0, 1, 0, 1, 0, 1])
+    >>> record = cs.update(scores, labels, 0.3, groups)  # exact: FPR 0 (ok), recall 1 vs 1 (gap 0)
+    >>> [round(r["value"], 3) for r in record], cs.multipliers
+    ([0.0, 0.0], [0.0, 0.0])
+    """
+
+    def __init__(self, constraints, *, n_groups=None, step_size=0.1, surrogate="logistic"):
+        self.constraints = list(constraints)
+        for index, item in enumerate(self.constraints):
+            if not isinstance(item, RateConstraint):
+                raise TypeError(NOT_A_CONSTRAINT_MESSAGE.format(index=index, type_name=type(item).__name__))
+        if any(c.needs_groups for c in self.constraints) and (
+                isinstance(n_groups, bool) or not isinstance(n_groups, int) or n_groups < 2):
+            raise ValueError(N_GROUPS_MESSAGE.format(value=n_groups))
+        step = check_number(step_size, "step_size")
+        if not (step > 0 and step < float("inf")):
+            raise ValueError(STEP_MESSAGE.format(value=step_size))
+        self.n_groups, self.step_size, self.surrogate = n_groups, step, surrogate
+        self._multipliers = [torch.zeros(n_groups if c.scope == "each_group" else 1, dtype=torch.float64)
+                             for c in self.constraints]
+
+    @property
+    def multipliers(self) -> list:
+        """Each constraint's multiplier (a float, or a list per group for ``in_each_group``)."""
+        return [m.tolist() if c.scope == "each_group" else float(m[0]) for c, m in zip(self.constraints, self._multipliers)]
+
+    def _excess(self, constraint, scores, labels, threshold, groups, exact):
+        """The constraint's excess over its bound (shape (G,) in each group, else (1,)) and the groups it saw."""
+        grouped = constraint.needs_groups
+        kw = dict(groups=groups if grouped else None, n_groups=self.n_groups if grouped else None)
+        if exact:
+            low, seen = exact_rates(scores, labels, threshold, constraint.rate, **kw)
+            high = low
+        else:
+            high, seen = bound_rates(scores, labels, threshold, constraint.rate, upper=True, surrogate=self.surrogate, **kw)
+            low, _ = bound_rates(scores, labels, threshold, constraint.rate, upper=False, surrogate=self.surrogate, **kw)
+        seen = seen > 0
+        if constraint.scope == "gap":
+            if int(seen.sum()) < 2:  # fewer than two groups in these rows: no gap to measure
+                return torch.zeros(1, dtype=scores.dtype, device=scores.device), seen
+            return (high[seen].max() - low[seen].min() - constraint.at_most).reshape(1), seen
+        excess = high - constraint.at_most if constraint.at_most is not None else constraint.at_least - low
+        return torch.where(seen, excess, torch.zeros_like(excess)), seen
+
+    def _check(self, scores, labels, groups):
+        scores = check_scores(scores)
+        labels = check_labels(labels, scores.shape[0])
+        if groups is not None:
+            groups = check_groups(groups, scores.shape[0]).to(scores.device)
+        for constraint in self.constraints:
+            if constraint.needs_groups and groups is None:
+                raise ValueError(GROUPS_NEEDED_MESSAGE.format(name=constraint.name))
+        return scores, labels.to(scores.device), groups
+
+    def penalty(self, scores, labels, threshold, groups=None) -> torch.Tensor:
+        """:math:`\\sum_j \\lambda_j \\tilde c_j`: the term to add to the objective's loss (the multipliers held fixed)."""
+        scores, labels, groups = self._check(scores, labels, groups)
+        total = scores.new_zeros(())
+        for constraint, multiplier in zip(self.constraints, self._multipliers):
+            excess, _ = self._excess(constraint, scores, labels, threshold, groups, exact=False)
+            total = total + (multiplier.to(scores) * excess).sum()
+        return total
+
+    def update(self, scores, labels, threshold, groups=None) -> list:
+        """One multiplier step on the exact excesses; returns per constraint ``name``, ``value``, ``excess``, ``multiplier``.
+
+        ``value`` is the exact rate (per group: a list) or gap at ``threshold``, ``excess`` its
+        amount over the bound (<= 0 when met).
+        """
+        with torch.no_grad():
+            scores, labels, groups = self._check(scores, labels, groups)
+            record = []
+            for j, constraint in enumerate(self.constraints):
+                excess, _ = self._excess(constraint, scores, labels, threshold, groups, exact=True)
+                bound = constraint.at_most if constraint.at_most is not None else constraint.at_least
+                value = excess + bound if constraint.at_most is not None else bound - excess
+                self._multipliers[j] = (self._multipliers[j] + self.step_size * excess.double().cpu()).clamp(min=0.0)
+                many = constraint.scope == "each_group"
+                record.append(dict(name=constraint.name, value=value.tolist() if many else float(value[0]),
+                                   excess=excess.tolist() if many else float(excess[0]),
+                                   multiplier=self.multipliers[j]))
+        return record

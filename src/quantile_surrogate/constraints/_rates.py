@@ -1,0 +1,60 @@
+r"""Rates at a threshold: the exact share of counted rows above it, and differentiable bounds on that share.
+
+For a threshold :math:`t` and the rows :math:`C` a rate counts (the positives for recall, the
+negatives for the false positive rate, every row for the positive rate), in group :math:`g`:
+
+.. math::
+    r_g = \frac{1}{|C_g|} \sum_{i \in C_g} 1[s_i > t], \qquad
+    \bar r_g = \frac{1}{|C_g|} \sum_{i \in C_g} \frac{\ell(s_i - t)}{\ell(0)} \;\ge\; r_g \;\ge\;
+    \underline r_g = 1 - \frac{1}{|C_g|} \sum_{i \in C_g} \frac{\ell(t - s_i)}{\ell(0)},
+
+with :math:`\ell` a surrogate of ``SURROGATES`` (convex, non-decreasing, :math:`\ell(z) \ge \ell(0) 1[z \ge 0]`),
+the same upper bounds of the step that the paper's losses sum (eqs. (6)-(10)). A constraint's
+surrogate violation takes whichever bound makes it an upper bound of the exact violation.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..losses import SURROGATES
+
+__all__ = ["counted_rows", "exact_rates", "bound_rates"]
+
+
+def counted_rows(rate: str, labels: torch.Tensor) -> torch.Tensor:
+    """The rows ``rate`` counts, as a bool mask (``labels`` bool, True = positive)."""
+    if rate == "recall":
+        return labels
+    if rate == "false_positive_rate":
+        return ~labels
+    return torch.ones_like(labels)
+
+
+def _group_means(values, mask, groups, n_groups):
+    """Per group (``n_groups``; one group without ``groups``) the mean of ``values`` over ``mask``, and the counts."""
+    if groups is None:
+        groups = torch.zeros(values.shape[0], dtype=torch.long, device=values.device)
+        n_groups = 1
+    weight = mask.to(values.dtype)
+    sums = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, values * weight)
+    counts = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, weight)
+    return sums / counts.clamp(min=1), counts
+
+
+def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None) -> tuple:
+    """``(rates, counts)`` per group (shape (G,), or (1,) without groups): the share of counted rows with score > ``t``."""
+    above = (scores > threshold).to(scores.dtype)
+    return _group_means(above, counted_rows(rate, labels), groups, n_groups)
+
+
+def bound_rates(scores, labels, threshold, rate, *, upper: bool, surrogate: str = "logistic", groups=None,
+                n_groups=None) -> tuple:
+    """``(bounds, counts)``: the differentiable upper (``upper=True``) or lower bound of :func:`exact_rates`."""
+    loss = SURROGATES[surrogate]
+    scale = loss(torch.zeros((), dtype=scores.dtype, device=scores.device))
+    if upper:
+        values = loss(scores - threshold) / scale
+    else:
+        values = 1.0 - loss(threshold - scores) / scale
+    return _group_means(values, counted_rows(rate, labels), groups, n_groups)
