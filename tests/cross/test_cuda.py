@@ -173,3 +173,23 @@ def test_quantile_classifier_cv_trains_torch_families_on_cuda_and_trees_on_the_c
                                atol=0.02)
     if runs["cuda"].family_ != "boosted":
         assert next(runs["cuda"].best_estimator_.model_.parameters()).is_cuda
+
+
+def test_constraint_penalty_and_multipliers_on_cuda_match_the_cpu():
+    from quantile_surrogate.constraints import ConstraintSet, gap, rate
+
+    values, positive = batch(3000, seed=9)
+    groups = torch.as_tensor(np.arange(3000) % 3)
+    constraints = [rate("fpr", at_most=0.05), gap("recall", at_most=0.02), rate("recall", at_least=0.9, in_each_group=True)]
+    results = {}
+    for device in ("cpu", "cuda"):
+        sets = ConstraintSet(constraints, n_groups=3)
+        scores = torch.as_tensor(values, device=device).requires_grad_()
+        labels, codes = torch.as_tensor(positive, device=device), groups.to(device)
+        record = sets.update(scores.detach(), labels, 0.5, codes)
+        penalty = sets.penalty(scores, labels, 0.5, codes)
+        penalty.backward()
+        results[device] = (record, float(penalty), scores.grad.cpu())
+    assert results["cuda"][0] == results["cpu"][0]  # exact rates and multipliers: counts, the same on both
+    assert results["cuda"][1] == pytest.approx(results["cpu"][1], rel=1e-10)
+    torch.testing.assert_close(results["cuda"][2], results["cpu"][2], rtol=1e-10, atol=1e-12)
