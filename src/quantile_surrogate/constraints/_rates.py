@@ -43,14 +43,63 @@ def _group_means(values, mask, groups, n_groups):
 
 
 def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None) -> tuple:
-    """``(rates, counts)`` per group (shape (G,), or (1,) without groups): the share of counted rows with score > ``t``."""
+    """``(rates, counts)`` per group (shape (G,), or (1,) without groups): the share of counted rows with score > ``t``.
+
+    Parameters
+    ----------
+    scores : Tensor of shape (n,)
+    labels : bool Tensor of shape (n,)
+        True for a positive.
+    threshold : float or 0-d Tensor
+        The shared threshold ``t``.
+    rate : {"recall", "false_positive_rate", "positive_rate"}
+    groups : int Tensor of shape (n,) or None
+        Codes 0..G-1; None: one group.
+    n_groups : int or None
+        G (with ``groups``).
+
+    Returns
+    -------
+    (rates, counts) : tuple of Tensors of shape (G,)
+        A group without counted rows has rate 0 and count 0.
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([0.9, 0.2, 0.7, 0.1]); labels = torch.tensor([True, True, False, False])
+    >>> exact_rates(scores, labels, 0.5, "recall")[0].tolist(), exact_rates(scores, labels, 0.5, "positive_rate")[0].tolist()
+    ([0.5], [0.5])
+    """
     above = (scores > threshold).to(scores.dtype)
     return _group_means(above, counted_rows(rate, labels), groups, n_groups)
 
 
 def bound_rates(scores, labels, threshold, rate, *, upper: bool, surrogate: str = "logistic", groups=None,
                 n_groups=None) -> tuple:
-    """``(bounds, counts)``: the differentiable upper (``upper=True``) or lower bound of :func:`exact_rates`."""
+    """``(bounds, counts)``: the differentiable upper (``upper=True``) or lower bound of :func:`exact_rates`.
+
+    Parameters
+    ----------
+    scores, labels, threshold, rate, groups, n_groups
+        As in :func:`exact_rates`.
+    upper : bool
+        ``ell(s - t) / ell(0)`` averaged (an upper bound) or ``1 - ell(t - s) / ell(0)`` (a lower bound).
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        :math:`\\ell` (``SURROGATES``).
+
+    Returns
+    -------
+    (bounds, counts) : tuple of Tensors of shape (G,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([0.9, 0.2, 0.7, 0.1], dtype=torch.float64); labels = torch.tensor([True, True, False, False])
+    >>> low = bound_rates(scores, labels, 0.5, "recall", upper=False)[0]
+    >>> high = bound_rates(scores, labels, 0.5, "recall", upper=True)[0]
+    >>> bool(low <= 0.5 <= high)
+    True
+    """
     loss = SURROGATES[surrogate]
     scale = loss(torch.zeros((), dtype=scores.dtype, device=scores.device))
     if upper:

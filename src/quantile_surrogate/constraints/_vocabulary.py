@@ -38,8 +38,21 @@ BOUND_RANGE_MESSAGE = "`{name}` must be a rate in [0, 1]; got {value!r}."
 class RateConstraint:
     """One constraint on a rate at the shared threshold; build it with :func:`rate` or :func:`gap`.
 
-    ``scope`` is ``"all"`` (the rate over every row it counts), ``"each_group"`` (the rate in every
-    group) or ``"gap"`` (``max_g r_g - min_g r_g``, bounded above).
+    Parameters
+    ----------
+    rate : {"recall", "false_positive_rate", "positive_rate"}
+        The rate (:data:`RATES`).
+    scope : {"all", "each_group", "gap"}
+        The rate over every row it counts, the rate in every group, or ``max_g r_g - min_g r_g``
+        (bounded above).
+    at_least, at_most : float in [0, 1] or None
+        The bound; exactly one is set.
+
+    Examples
+    --------
+    >>> c = gap("recall", at_most=0.05)
+    >>> c.rate, c.scope, c.at_most, c.needs_groups
+    ('recall', 'gap', 0.05, True)
     """
 
     rate: str
@@ -78,6 +91,20 @@ def _rate_name(name: str) -> str:
 def rate(name: str, *, at_least=None, at_most=None, in_each_group: bool = False) -> RateConstraint:
     """The rate ``name`` at least ``at_least`` or at most ``at_most``, on all rows or in each group.
 
+    Parameters
+    ----------
+    name : str
+        ``"recall"`` (alias ``"tpr"``), ``"false_positive_rate"`` (``"fpr"``) or ``"positive_rate"``
+        (``"selection_rate"``).
+    at_least, at_most : float in [0, 1]
+        Exactly one: the floor or the ceiling of the rate.
+    in_each_group : bool, default=False
+        Bound the rate in every group (one multiplier each) instead of over all rows.
+
+    Returns
+    -------
+    RateConstraint
+
     Examples
     --------
     >>> rate("fpr", at_most=0.05).name
@@ -95,6 +122,18 @@ def rate(name: str, *, at_least=None, at_most=None, in_each_group: bool = False)
 
 def gap(name: str, *, at_most) -> RateConstraint:
     """The gap ``max_g r_g - min_g r_g`` of the rate ``name`` between groups, at most ``at_most``.
+
+    Parameters
+    ----------
+    name : str
+        The rate, as in :func:`rate`: ``"recall"`` for equal opportunity, ``"positive_rate"`` for
+        demographic parity.
+    at_most : float in [0, 1]
+        The largest gap allowed.
+
+    Returns
+    -------
+    RateConstraint
 
     Examples
     --------
