@@ -77,3 +77,11 @@ def test_training_with_a_recall_gap_constraint_narrows_the_gap_at_one_threshold(
 
     free, constrained = fit(False), fit(True)
     assert free > 0.25 and constrained < 0.1 and constrained < free / 3
+
+
+def test_a_gap_in_rows_of_one_group_is_unmeasured_and_moves_no_multiplier():
+    cs = ConstraintSet([gap("recall", at_most=0.0)], n_groups=2, step_size=1.0)
+    scores = torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)
+    record = cs.update(scores, torch.tensor([1, 1, 0]), 0.0, torch.tensor([0, 0, 0]))
+    assert np.isnan(record[0]["value"]) and record[0]["excess"] == 0.0 and cs.multipliers == [0.0]
+

@@ -118,16 +118,18 @@ class ConstraintSet:
     def update(self, scores, labels, threshold, groups=None) -> list:
         """One multiplier step on the exact excesses; returns per constraint ``name``, ``value``, ``excess``, ``multiplier``.
 
-        ``value`` is the exact rate (per group: a list) or gap at ``threshold``, ``excess`` its
-        amount over the bound (<= 0 when met).
+        ``value`` is the exact rate (per group: a list) or gap at ``threshold`` (NaN for a gap in rows of
+        fewer than two groups), ``excess`` its amount over the bound (<= 0 when met; 0 where unmeasured).
         """
         with torch.no_grad():
             scores, labels, groups = self._check(scores, labels, groups)
             record = []
             for j, constraint in enumerate(self.constraints):
-                excess, _ = self._excess(constraint, scores, labels, threshold, groups, exact=True)
+                excess, seen = self._excess(constraint, scores, labels, threshold, groups, exact=True)
                 bound = constraint.at_most if constraint.at_most is not None else constraint.at_least
                 value = excess + bound if constraint.at_most is not None else bound - excess
+                if constraint.scope == "gap" and int(seen.sum()) < 2:
+                    value = torch.full_like(value, float("nan"))  # no gap in rows of one group (the excess: 0)
                 self._multipliers[j] = (self._multipliers[j] + self.step_size * excess.double().cpu()).clamp(min=0.0)
                 many = constraint.scope == "each_group"
                 record.append(dict(name=constraint.name, value=value.tolist() if many else float(value[0]),
