@@ -22,6 +22,8 @@ def test_vocabulary_names_aliases_and_bad_bounds():
         ConstraintSet([gap("recall", at_most=0.05)])
     with pytest.raises(TypeError, match="item 0 is str"):
         ConstraintSet(["recall <= 0.1"])
+    with pytest.raises(ValueError, match="`surrogate` must be one of"):
+        ConstraintSet([rate("fpr", at_most=0.1)], surrogate="squared")
     cs = ConstraintSet([gap("recall", at_most=0.05)], n_groups=2)
     with pytest.raises(ValueError, match="measured per group"):
         cs.penalty(torch.zeros(4, dtype=torch.float64), torch.tensor([1, 0, 1, 0]), 0.0)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import torch
 
-from .._utils.checks import check_groups, check_labels, check_number, check_scores
+from .._utils.checks import check_groups, check_labels, check_number, check_option, check_scores
+from ..losses import SURROGATES
 from ._rates import bound_rates, exact_rates
 from ._vocabulary import RateConstraint
 
@@ -69,7 +70,8 @@ class ConstraintSet:
         step = check_number(step_size, "step_size")
         if not (step > 0 and step < float("inf")):
             raise ValueError(STEP_MESSAGE.format(value=step_size))
-        self.n_groups, self.step_size, self.surrogate = n_groups, step, surrogate
+        self.n_groups, self.step_size = n_groups, step
+        self.surrogate = check_option(surrogate, tuple(SURROGATES), "surrogate")
         self._multipliers = [torch.zeros(n_groups if c.scope == "each_group" else 1, dtype=torch.float64)
                              for c in self.constraints]
 
@@ -85,9 +87,14 @@ class ConstraintSet:
         if exact:
             low, seen = exact_rates(scores, labels, threshold, constraint.rate, **kw)
             high = low
-        else:
-            high, seen = bound_rates(scores, labels, threshold, constraint.rate, upper=True, surrogate=self.surrogate, **kw)
-            low, _ = bound_rates(scores, labels, threshold, constraint.rate, upper=False, surrogate=self.surrogate, **kw)
+        else:  # only the bound(s) the excess reads: the upper for a ceiling, the lower for a floor, both for a gap
+            high = low = None
+            if constraint.at_most is not None:
+                high, seen = bound_rates(scores, labels, threshold, constraint.rate, upper=True,
+                                         surrogate=self.surrogate, **kw)
+            if constraint.at_least is not None or constraint.scope == "gap":
+                low, seen = bound_rates(scores, labels, threshold, constraint.rate, upper=False,
+                                        surrogate=self.surrogate, **kw)
         seen = seen > 0
         if constraint.scope == "gap":
             if int(seen.sum()) < 2:  # fewer than two groups in these rows: no gap to measure

@@ -301,11 +301,11 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         return start, booster, objective.bandwidth
 
     def _select_rounds(self, engine, X, y01, codes, target, rounds, seed, weight=None):
-        """``(k, curve, kept, n_splits)``: the quantile rounds with the best mean held-out metric, the mean
-        curve, the first split's ``(start, booster, bandwidth)`` and the number of splits."""
+        """``(k, curve, kept)``: the quantile rounds with the best mean held-out metric, the mean curve and
+        the first split's ``(start, booster, bandwidth)``."""
         pairs = self._splits(y01, codes, seed) if self.early_stopping and rounds > 0 else []
         if not pairs:
-            return rounds, None, None, 0
+            return rounds, None, None
         curves, kept = [], None
         for split, (_, rows) in enumerate(pairs):
             curve = self._curve(y01[rows], None if codes is None else codes[rows], target,
@@ -316,7 +316,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
                 kept = path
         length = min(len(c) for c in curves)  # runs stopped early are compared on their common rounds
         curve = np.mean([c[:length] for c in curves], axis=0)
-        return select_rounds(curve[:, 0], curve[:, 1]), curve, kept, len(pairs)
+        return select_rounds(curve[:, 0], curve[:, 1]), curve, kept
 
     def _refit(self) -> bool:
         return self.refit == "auto" or bool(self.refit)
@@ -346,7 +346,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
             check_random_state(random_state).randint(np.iinfo(np.int32).max))
         engine = self._backend(seed)
         rounds = self.n_estimators if self.n_quantile_estimators is None else self.n_quantile_estimators
-        k, curve, kept, _ = self._select_rounds(engine, X, y01, codes, target, rounds, seed, weight)
+        k, curve, kept = self._select_rounds(engine, X, y01, codes, target, rounds, seed, weight)
         if kept is None or self._refit():
             start, booster, bandwidth = self._fit_path(engine, X, y01, codes, target, k, weight=weight)
         else:  # keep the first validation run's model, cut after k quantile rounds

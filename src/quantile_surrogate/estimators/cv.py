@@ -329,9 +329,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
                                           settings[f * per:(f + 1) * per], fit, held, grid=epochs, seed=seed,
                                           n_restarts=base.n_restarts, init=base.init, max_epochs=base.max_epochs)
                      for f, h in enumerate(families) for fit, held in sides]
-        yc = torch.as_tensor(y01)
-        labels = [FoldData(torch.zeros((n, 0), dtype=torch.float64), yc, b, weight, codes,
-                           self._objective_spec().subset_mask(yc == 1)) for _, b in folds]
+        labels = [FoldData.from_labels(y01[b], None if codes is None else codes[b], None if weight is None else weight[b])
+                  for _, b in folds]  # the held-out rows as QuantileBoostingClassifier's own curve scores them
         if boosted is not None:
             jobs += [delayed(boosted_fold)(boosted, X, y01, a, b, held, first, weight, codes)
                      for (a, b), held in zip(folds, labels)]
