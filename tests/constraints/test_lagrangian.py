@@ -22,8 +22,8 @@ def test_penalty_is_an_upper_bound_of_the_exact_excess_and_differentiable():
     cs = ConstraintSet(constraints, n_groups=2, step_size=1.0)
     cs.update(scores, labels, 0.4, groups)  # multipliers = max(0, exact excess)
     for c, m in zip(constraints, cs._multipliers):
-        exact, _ = cs._excess(c, scores.detach(), labels == 1, 0.4, groups, exact=True)
-        bound, _ = cs._excess(c, scores.detach(), labels == 1, 0.4, groups, exact=False)
+        exact, _ = cs._excess(c, scores.detach(), labels == 1, 0.4, groups, None, exact=True)
+        bound, _ = cs._excess(c, scores.detach(), labels == 1, 0.4, groups, None, exact=False)
         assert torch.all(bound >= exact - 1e-12)
         torch.testing.assert_close(m, exact.clamp(min=0).double())
     assert torch.autograd.gradcheck(lambda x: cs.penalty(x, labels, 0.4, groups), (scores,))
@@ -85,3 +85,55 @@ def test_a_gap_in_rows_of_one_group_is_unmeasured_and_moves_no_multiplier():
     record = cs.update(scores, torch.tensor([1, 1, 0]), 0.0, torch.tensor([0, 0, 0]))
     assert np.isnan(record[0]["value"]) and record[0]["excess"] == 0.0 and cs.multipliers == [0.0]
 
+
+
+def test_weighted_rates_equal_repeated_rows_and_evaluate_leaves_the_multipliers():
+    s, y, g = _batch(5, n=40, groups=2)
+    w = np.random.default_rng(5).integers(0, 4, size=40)
+    repeat = np.repeat(np.arange(40), w)
+    constraints = [rate("recall", at_least=0.6, in_each_group=True), gap("positive_rate", at_most=0.05)]
+    weighted, repeated = (ConstraintSet(constraints, n_groups=2, step_size=0.5) for _ in range(2))
+    t = torch.as_tensor
+    a = weighted.update(t(s), t(y), 0.1, t(g), weight=t(w, dtype=torch.float64))
+    b = repeated.update(t(s[repeat]), t(y[repeat]), 0.1, t(g[repeat]))
+    assert a == b
+    before = weighted.multipliers
+    assert weighted.evaluate(t(s), t(y), 0.1, t(g), weight=t(w, dtype=torch.float64)) == a
+    assert weighted.multipliers == before
+    torch.testing.assert_close(weighted.penalty(t(s), t(y), 0.1, t(g), weight=t(w, dtype=torch.float64)),
+                               repeated.penalty(t(s[repeat]), t(y[repeat]), 0.1, t(g[repeat])))
+
+
+def test_a_threshold_per_row_is_each_rows_groups_threshold():
+    s, y, g = _batch(6, n=50, groups=2)
+    t = torch.as_tensor
+    cs = ConstraintSet([rate("positive_rate", at_most=0.5, in_each_group=True)], n_groups=2)
+    thresholds = torch.tensor([0.0, 0.8], dtype=torch.float64)
+    record = cs.evaluate(t(s), t(y), thresholds[t(g)], t(g))
+    expected = [float((s[g == k] > thresholds[k].item()).mean()) for k in (0, 1)]
+    assert record[0]["value"] == pytest.approx(expected)
+
+
+def test_largest_excess_reads_lists_and_floats():
+    from quantile_surrogate.constraints import largest_excess
+
+    assert largest_excess([{"excess": -0.1}, {"excess": [-0.2, 0.03]}]) == pytest.approx(0.03)
+    assert largest_excess([]) == 0.0
+
+
+def test_noise_is_the_binomial_standard_error_of_each_value():
+    s, y, g = _batch(7, n=300, groups=3)
+    t = torch.as_tensor
+    cs = ConstraintSet([gap("recall", at_most=0.05), rate("fpr", at_most=0.5),
+                        rate("positive_rate", at_most=0.9, in_each_group=True)], n_groups=3)
+    record = cs.evaluate(t(s), t(y), 0.2, t(g))
+    above = s > 0.2
+    recall = np.array([above[(y == 1) & (g == k)].mean() for k in range(3)])
+    n_pos = np.array([((y == 1) & (g == k)).sum() for k in range(3)])
+    se = np.sqrt(recall * (1 - recall) / n_pos)
+    high, low = recall.argmax(), recall.argmin()
+    assert record[0]["noise"] == pytest.approx(np.hypot(se[high], se[low]))
+    fpr = above[y == 0].mean()
+    assert record[1]["noise"] == pytest.approx(np.sqrt(fpr * (1 - fpr) / (y == 0).sum()))
+    rates = np.array([above[g == k].mean() for k in range(3)])
+    assert record[2]["noise"] == pytest.approx(np.sqrt(rates * (1 - rates) / np.bincount(g)))

@@ -83,7 +83,7 @@ def test_k_fold_selection_records_the_out_of_fold_rule():
     X, y = make_classification(600, n_features=4, weights=[0.85, 0.15], random_state=3)
     clf = QuantileClassifier(target=0.9, max_epochs=20, random_state=0).fit(X, y)
     sel = clf.selection_
-    assert sel["fold_metric"].shape == (3, clf.n_restarts, len(sel["epochs"]))
+    assert sel["fold_metric"].shape == (3, clf._restarts(), len(sel["epochs"]))
     assert sel["pooled_metric"].shape == sel["win_share"].shape == sel["mean_loss"].shape
     assert np.isnan(sel["mean_metric"][1:, 0]).all()  # a random start is no candidate; the logistic start is
     chosen = (sel["restart"], list(sel["epochs"]).index(sel["epochs_"]))

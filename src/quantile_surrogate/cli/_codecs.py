@@ -16,6 +16,8 @@ import os
 import numpy as np
 import torch
 
+from ..constraints import RateConstraint, gap, rate
+
 __all__ = ["Payload", "CODECS", "dump", "load", "to_json", "from_json"]
 
 # What cannot be saved is refused when saving (TypeError); what cannot be rebuilt raises ValueError,
@@ -28,6 +30,7 @@ CUSTOM_QUANTILE = "`quantile` function"
 UNKNOWN_KIND_MESSAGE = "unknown value kind {kind!r}"
 NO_TENSORS_MESSAGE = "no tensors for the model"
 UNKNOWN_BACKEND_MESSAGE = "unknown boosting backend {backend!r}"
+UNKNOWN_SCOPE_MESSAGE = "unknown constraint scope {scope!r}"
 
 
 @dataclasses.dataclass
@@ -103,20 +106,48 @@ def _rebuild(cls, entry: dict, **extra):
 
 # ----------------------------------------------------------------------------- one codec per class
 
+def _constraint_fields(constraints):
+    """``QuantileClassifier(constraints=...)`` as JSON: each constraint's fields (its name rounds the bound)."""
+    if constraints is None:
+        return None
+    constraints = [constraints] if not isinstance(constraints, (list, tuple)) else constraints
+    if not all(isinstance(c, RateConstraint) for c in constraints):
+        raise TypeError(CANNOT_STORE_VALUE_MESSAGE.format(where="the parameter 'constraints'",
+                                                          type_name=type(constraints).__name__))
+    return [dataclasses.asdict(c) for c in constraints]
+
+
+def _constraints(fields):
+    """The inverse of :func:`_constraint_fields`, through ``rate`` and ``gap`` (which check every field)."""
+    if fields is None:
+        return None
+    built = []
+    for item in fields:
+        if item["scope"] not in ("all", "each_group", "gap"):
+            raise ValueError(UNKNOWN_SCOPE_MESSAGE.format(scope=item["scope"]))
+        built.append(gap(item["rate"], at_most=item["at_most"]) if item["scope"] == "gap" else
+                     rate(item["rate"], at_least=item["at_least"], at_most=item["at_most"],
+                          in_each_group=item["scope"] == "each_group"))
+    return built
+
+
 def _dump_quantile_classifier(clf, payload: Payload, prefix: str) -> dict:
     if clf.module_factory is not None or callable(clf.quantile):
         raise TypeError(CUSTOM_FUNCTION_MESSAGE.format(what=CUSTOM_MODULE_OR_QUANTILE))
     fitted = _fitted(clf, skip=("model_",))
     for key, tensor in clf.model_.state_dict().items():
         payload.tensors[f"{prefix}model_.{key}"] = tensor.detach().cpu().clone()
-    return {**_entry("QuantileClassifier", clf, fitted), "tensors": prefix + "model_."}
+    constraints = getattr(clf, "constraints", None)
+    return {**_entry("QuantileClassifier", clf, fitted, skip_params=("constraints",)), "tensors": prefix + "model_.",
+            **({} if constraints is None else {"constraints": _constraint_fields(constraints)})}
 
 
 def _load_quantile_classifier(entry: dict, payload: Payload):
     from ..estimators import QuantileClassifier
     from ..training.models import build_scorer
 
-    clf = _rebuild(QuantileClassifier, entry)
+    clf = _rebuild(QuantileClassifier, entry, **({} if "constraints" not in entry else
+                                                 {"constraints": _constraints(entry["constraints"])}))
     clf.device = "cpu"
     prefix = entry["tensors"]
     state = {k[len(prefix):]: v for k, v in payload.tensors.items() if k.startswith(prefix)}

@@ -18,7 +18,8 @@ import numpy as np
 from .._utils.files import WriteError, atomic_writes, describe_errno, output_folder
 from ..objectives.bootstrap import bootstrap_metrics
 from ._args import BOOTSTRAP_MAX, STDOUT_WRITE_MESSAGE, WARNING_LINE, int_in_range, seed
-from ._file_io import InputError, iter_table, show
+from ._constraints import by_role, constraint_lines, measure_constraints, saved_constraints
+from ._file_io import GROUPS_MISSING_MESSAGE, InputError, group_column, iter_table, read_header, show
 from ._report import group_lines, plot_writer, report_text
 from ._scoring import UnseenCategories, chunk_groups, chunk_scores, model_columns
 from .model_file import SavedModel, load_model
@@ -30,15 +31,28 @@ UNKNOWN_LABEL_MESSAGE = ("{path}: column '{column}' holds {value} at data row {r
 SINGLE_CLASS_MESSAGE = "{path}: column '{column}' has a single class; evaluation needs both."
 
 
-def _labelled_scores(saved: SavedModel, data: Path):
-    """``(positive, score, groups)`` over the whole file, read in chunks; the label must hold the model's two classes.
+def _constraint_column(saved: SavedModel, data: Path) -> list:
+    """The constraints' ``by`` column, if the model reads it only for them; missing: an error naming the constraints."""
+    by = saved.constraint_by
+    if by is None or by == saved.groups:
+        return []
+    columns = list(read_header(data))
+    if by not in columns:
+        raise InputError(GROUPS_MISSING_MESSAGE.format(path=data, column=by, role=by_role(saved_constraints(saved)),
+                                                       columns=", ".join(map(str, columns))))
+    return [by]
 
-    ``groups`` is None for a model without groups.
+
+def _labelled_scores(saved: SavedModel, data: Path):
+    """``(positive, score, groups, by)`` over the whole file, read in chunks; the label must hold the model's two classes.
+
+    ``groups`` is None for a model without groups; ``by``: the constraints' groups (None without them).
     """
     label, classes = saved.label, saved.classes
-    positive, scores, groups = [], [], []
+    positive, scores, groups, by = [], [], [], []
+    role = by_role(saved_constraints(saved)) if saved.constraint_by is not None else None
     unseen = UnseenCategories(saved)
-    for offset, chunk in iter_table(data, model_columns(saved, label)):
+    for offset, chunk in iter_table(data, model_columns(saved, label, *_constraint_column(saved, data))):
         values = chunk[label]
         unknown = ~values.isin(classes)
         if unknown.any():
@@ -48,12 +62,15 @@ def _labelled_scores(saved: SavedModel, data: Path):
         positive.append((values == classes[1]).to_numpy())
         scores.append(chunk_scores(saved, chunk, data, offset, unseen))
         groups.append(chunk_groups(saved, chunk, data, offset))
+        if saved.constraint_by is not None:
+            by.append(group_column(chunk, saved.constraint_by, data, role, offset))
     for warning in unseen.warnings(data):
         print(WARNING_LINE.format(name="quantile-surrogate evaluate", text=warning), file=sys.stderr)
     positive, score = np.concatenate(positive), np.concatenate(scores)
     if positive.all() or not positive.any():
         raise InputError(SINGLE_CLASS_MESSAGE.format(path=data, column=label))
-    return positive, score, None if saved.groups is None else np.concatenate(groups)
+    return positive, score, None if saved.groups is None else np.concatenate(groups), \
+        None if saved.constraint_by is None else np.concatenate(by)
 
 
 def _group_rows(saved: SavedModel, positive, score, groups, args):
@@ -80,12 +97,15 @@ def _print(text: str) -> None:
 
 def run_evaluate(args) -> int:
     saved = load_model(args.model_file)
-    positive, score, groups = _labelled_scores(saved, args.data)
+    positive, score, groups, by = _labelled_scores(saved, args.data)
     table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
                                     random_state=args.seed)
     out_dir, stem = Path(args.out_dir), Path(args.data).stem
     report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
     extra = [] if groups is None else group_lines(saved.groups, _group_rows(saved, positive, score, groups, args))
+    if saved.constraints:
+        extra += constraint_lines(saved.constraint_by, measure_constraints(
+            saved, positive, score, by, args.bootstrap, args.seed), args.bootstrap, args.seed)
     text = report_text(saved, args.model_file, args.data, table, used, args.bootstrap, args.seed, len(positive),
                        int(positive.sum()), plot_path.name, extra=extra)
     plot = plot_writer(positive, score, table[0][1], table[1][1], saved.objective, saved.target,

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["InputError", "MISSING_CATEGORY", "CHUNK_ROWS", "read_header", "read_table", "iter_table", "features",
-           "feature_columns", "labels", "schema_of", "column_warnings", "show", "is_categorical", "categorical_column"]
+           "feature_columns", "labels", "schema_of", "column_warnings", "show", "is_categorical", "categorical_column",
+           "group_column"]
 
 MISSING_CATEGORY = "(missing)"
 CHUNK_ROWS = 100_000
@@ -57,6 +58,9 @@ CATEGORICAL_MISSING_MESSAGE = "{path}: column '{column}' (named by --categorical
 CATEGORICAL_ALSO_DROPPED = " (it is also named by --drop)"
 TEXT_MISSING_MESSAGE = "{path}: column '{column}' (named by --text) is missing{also}."
 TEXT_ALSO_NAMED = " (it is also named by {flag})"
+GROUPS_MISSING_MESSAGE = "{path}: column '{column}' (the {role}) is missing; the columns are {columns}."
+GROUPS_EMPTY_MESSAGE = ("{path}: column '{column}' (the {role}) has {count} empty cells (first at data row {row}); "
+                        "every row needs a group.")
 NO_FEATURES_MESSAGE = "{path}: no feature column besides the label '{label}'."
 INDEX_COLUMN_WARNING = ("{path}: column '{column}' has no name in the header; it looks like a saved pandas index "
                         "(to_csv without index=False). If so, leave it out with --drop '{column}'.")
@@ -282,6 +286,21 @@ def categorical_column(frame: pd.DataFrame, column: str) -> np.ndarray:
     """The column as text (object array), empty cells as :data:`MISSING_CATEGORY`."""
     values = frame[column]
     return np.array([MISSING_CATEGORY if pd.isna(v) else _category_text(v) for v in values], dtype=object)
+
+
+def group_column(frame: pd.DataFrame, column: str, path, role: str, offset: int = 0) -> np.ndarray:
+    """A column of group labels (``fit --groups``, a constraint's ``by``) as text: every row needs one.
+
+    ``role`` names what the column is for in the errors, e.g. ``"--groups"``; ``offset``: the data rows before ``frame``.
+    """
+    if column not in frame.columns:
+        raise InputError(GROUPS_MISSING_MESSAGE.format(path=path, column=column, role=role,
+                                                       columns=", ".join(map(str, frame.columns))))
+    empty = frame[column].isna().to_numpy()
+    if empty.any():
+        raise InputError(GROUPS_EMPTY_MESSAGE.format(path=path, column=column, role=role, count=int(empty.sum()),
+                                                     row=_first_row(empty, offset)))
+    return categorical_column(frame, column)
 
 
 def is_categorical(series: pd.Series) -> bool:

@@ -27,7 +27,8 @@ from .._utils.files import check_output
 from ..objectives import OBJECTIVES, get_objective
 from ._args import (CALIBRATION_WITHOUT_DELTA_MESSAGE, DROP_NAMES_LABEL_MESSAGE, OPTION_CONFLICT_LINE, WARNING_LINE,
                     int_at_least, layer_sizes, open_unit_interval, seed)
-from ._file_io import InputError, categorical_column, column_warnings, features, labels, read_table, schema_of, show
+from ._constraints import by_role, check_constraint_options, constraint_by, constraint_text, fit_report_lines
+from ._file_io import InputError, column_warnings, features, group_column, labels, read_table, schema_of, show
 from .model_file import MODELS, SavedModel, save_model
 
 __all__ = ["register", "run_fit"]
@@ -38,11 +39,8 @@ OPTION_NEEDS = {"--hidden-layer-sizes": "--model mlp", "--n-estimators": "--mode
 """What each option that only one kind of model reads needs; the others need ``NEURAL_MODELS``."""
 NEURAL_MODELS = "--model linear or mlp"
 SAME_FILE_MESSAGE = "--checkpoint {checkpoint} and --out {out} are one file; give them different paths."
-GROUPS_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by --groups and by {other}; a group column is "
-                              "neither a label nor a feature, so name it once, with --groups.")
-GROUPS_MISSING_MESSAGE = "{path}: column '{column}' (the --groups) is missing; the columns are {columns}."
-GROUPS_EMPTY_MESSAGE = ("{path}: column '{column}' (the --groups) has {count} empty cells (first at data row {row}); "
-                        "every row needs a group.")
+GROUPS_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by {role} and by {other}; a group column is "
+                              "neither a label nor a feature, so name it once, in {role}.")
 WEIGHT_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by --weight and by {other}; a weight column is "
                               "neither a label, a group nor a feature, so name it once, with --weight.")
 WEIGHT_MISSING_MESSAGE = "{path}: column '{column}' (the --weight) is missing; the columns are {columns}."
@@ -55,6 +53,9 @@ FIT_FAILED_MESSAGE = "{path}: {reason}"
 
 def _classifier(args):
     settings = dict(objective=args.objective, target=args.target, random_state=args.seed, verbose=not args.quiet)
+    if args.constraint:  # one group-blind threshold, or with --groups (the same column) one per group as well
+        settings.update(constraints=[spec.constraint for spec in args.constraint],
+                        group_thresholds=args.groups is not None)
     if MODELS[args.model] == "QuantileBoostingClassifier":
         from ..estimators.boosted import QuantileBoostingClassifier
 
@@ -97,7 +98,7 @@ def check_fit_options(args) -> str | None:
         return OPTION_CONFLICT_LINE.format(flag="--calibration-size", message=CALIBRATION_WITHOUT_DELTA_MESSAGE)
     if args.label in args.drop:
         return OPTION_CONFLICT_LINE.format(flag="--drop", message=DROP_NAMES_LABEL_MESSAGE.format(column=args.label))
-    return None
+    return check_constraint_options(args)
 
 
 def _check_fit_outputs(args) -> None:
@@ -106,6 +107,7 @@ def _check_fit_outputs(args) -> None:
     for flag, given, fits in (("--hidden-layer-sizes", args.hidden_layer_sizes, args.model == "mlp"),
                               ("--max-epochs", args.max_epochs, not boosted),
                               ("--checkpoint", args.checkpoint, not boosted),
+                              ("--constraint", args.constraint or None, not boosted),
                               ("--n-estimators", args.n_estimators, boosted),
                               ("--text", args.text or None, not boosted)):
         if given is not None and not fits:
@@ -118,22 +120,27 @@ def _check_fit_outputs(args) -> None:
             raise InputError(SAME_FILE_MESSAGE.format(checkpoint=args.checkpoint, out=args.out))
 
 
+def _group_column(args) -> tuple[str | None, str]:
+    """The column passed as ``sensitive_features`` (``--groups``, else the constraints' ``by``) and its option."""
+    by = constraint_by(args.constraint)
+    if args.groups is not None or by is None:
+        return args.groups, "--groups"
+    return by, by_role(args.constraint)
+
+
 def _fit_groups(frame, args):
-    """The ``--groups`` column as text labels (3 and 3.0 are one group), or None; it is not a feature."""
-    column = args.groups
+    """The group column as text labels (3 and 3.0 are one group), or None; it is not a feature.
+
+    ``--groups`` (one threshold per group) or the constraints' ``by`` column (check_constraint_options: the same
+    column where both are given)."""
+    column, role = _group_column(args)
     if column is None:
         return None
     if column == args.label or column in args.drop or column in args.categorical or column in args.text:
         other = "--label" if column == args.label else "--drop" if column in args.drop else \
             "--categorical" if column in args.categorical else "--text"
-        raise InputError(GROUPS_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, other=other))
-    if column not in frame.columns:
-        raise InputError(GROUPS_MISSING_MESSAGE.format(path=args.data, column=column, columns=", ".join(frame.columns)))
-    empty = frame[column].isna().to_numpy()
-    if empty.any():
-        raise InputError(GROUPS_EMPTY_MESSAGE.format(path=args.data, column=column, count=int(empty.sum()),
-                                                     row=int(np.flatnonzero(empty)[0]) + 1))
-    return categorical_column(frame, column)
+        raise InputError(GROUPS_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, role=role, other=other))
+    return group_column(frame, column, args.data, role)
 
 
 def _fit_weight(frame, args):
@@ -141,7 +148,8 @@ def _fit_weight(frame, args):
     column = args.weight
     if column is None:
         return None
-    named = {args.label: "--label", args.groups: "--groups", **{c: "--drop" for c in args.drop},
+    group, role = _group_column(args)
+    named = {args.label: "--label", group: role, **{c: "--drop" for c in args.drop},
              **{c: "--categorical" for c in args.categorical}, **{c: "--text" for c in args.text}}
     if column in named:
         raise InputError(WEIGHT_NAMED_TWICE_MESSAGE.format(path=args.data, column=column, other=named[column]))
@@ -170,6 +178,21 @@ def _fit_model(model, X, y, groups, weight=None) -> None:
         model.fit(X, y, sensitive_features=groups)
 
 
+def _say_groups(say, args, groups) -> None:
+    """What the group column does: one threshold per group (``--groups``), and/or the groups of the constraints."""
+    if groups is None:
+        return
+    count = pd.unique(groups).size
+    if args.groups is not None:
+        say(f"{args.data}: one threshold per group of column '{args.groups}' ({count} groups); "
+            f"predict and evaluate read the same column.")
+    if constraint_by(args.constraint) is not None:
+        say(f"{args.data}: the constraints are measured in the {count} groups of column "
+            f"'{constraint_by(args.constraint)}'" + ("." if args.groups is not None else
+                                                     "; one threshold for every row, so predict does not read "
+                                                     "the column (evaluate does)."))
+
+
 def run_fit(args) -> int:
     _check_fit_outputs(args)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
@@ -177,7 +200,7 @@ def run_fit(args) -> int:
     y, classes = labels(frame, args.label, args.data, args.positive)
     groups = _fit_groups(frame, args)
     weight = _fit_weight(frame, args)
-    schema = schema_of(frame, args.label, args.drop + ([args.groups] if groups is not None else [])
+    schema = schema_of(frame, args.label, args.drop + ([_group_column(args)[0]] if groups is not None else [])
                        + ([args.weight] if weight is not None else []), args.categorical, args.data, text=args.text)
     X = features(frame, schema, args.data)
     del frame
@@ -192,9 +215,7 @@ def run_fit(args) -> int:
     if args.text:
         say(f"{args.data}: TF-IDF features of the text columns {', '.join(args.text)} (words seen in training; "
             f"the vocabulary and idf are stored in the model file), as a sparse matrix.")
-    if groups is not None:
-        say(f"{args.data}: one threshold per group of column '{args.groups}' ({pd.unique(groups).size} groups); "
-            f"predict and evaluate read the same column.")
+    _say_groups(say, args, groups)
     model = _build_model(schema, args)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # what a library prints while fitting is not output
@@ -203,10 +224,15 @@ def run_fit(args) -> int:
         raise InputError(str(error).splitlines()[0]) from None
     except (ValueError, FloatingPointError) as error:  # too few held-out positives for --delta, divergence, checkpoint
         raise InputError(FIT_FAILED_MESSAGE.format(path=args.data, reason=str(error).splitlines()[0])) from None
+    texts = [spec.text for spec in args.constraint] if args.constraint else None
+    if texts:
+        classifier = model.named_steps["classifier"]
+        for line in fit_report_lines(classifier.constraint_report_, texts, classifier.constraint_groups_):
+            say(line)
     saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=args.objective,
                        target=args.target, model_kind=args.model, trained_on=str(args.data), n_rows=int(len(X)),
                        delta=args.delta, calibration_size=_calibration_size(args) if args.delta is not None else None,
-                       groups=args.groups)
+                       groups=args.groups, constraints=texts, constraint_by=constraint_by(args.constraint))
     save_model(saved, args.out, inputs=[args.data])
     say(f"Wrote {args.out}.")
     return 0
@@ -238,6 +264,11 @@ def register(subparsers) -> None:
                      help="a column of group labels (not a feature): one threshold per group, so the constraint holds "
                           "in every group (with --delta: the guarantee, in every group); predict and evaluate read "
                           "the same column (docs/fairness.md)")
+    fit.add_argument("--constraint", type=constraint_text, action="append", default=None, metavar="TEXT",
+                     help="a rate constraint at the model's one threshold, e.g. 'recall gap <= 0.05 by sex' or "
+                          "'fpr <= 5%%' (repeatable; grammar: <rate> [gap] (<=|>=) <number> [in each group] "
+                          "[by <column>]); the 'by' column holds the groups, is not a feature, and predict does not "
+                          "need it (--model linear or mlp; docs/constraints.md)")
     fit.add_argument("--weight", default=None, metavar="COLUMN",
                      help="a column of row weights >= 0 (not a feature): an integer weight counts a row that many "
                           "times, e.g. the inverse sampling rate of downsampled negatives")

@@ -31,6 +31,7 @@ NOT_MODEL_KIND = "is not one of the kinds of `fit --model`"
 NOT_COUNT = "is not a number of rows >= 1"
 NOT_NONE = "is given without 'delta'"
 NOT_GROUPS = "does not agree with the model's groups"
+NOT_CONSTRAINTS = "does not hold constraint texts that agree with the classifier's constraints and their column"
 
 
 def _text(value) -> bool:
@@ -74,6 +75,23 @@ def _encoder_problem(saved) -> str | None:
     return None if n_features == width else NOT_WIDTH.format(n_features=n_features)
 
 
+def _constraints_agree(saved) -> bool:
+    """The constraint texts parse, name one ``by`` column (``constraint_by``; --groups' if both), and are the classifier's."""
+    texts, by = saved.constraints, saved.constraint_by
+    if texts is None:
+        return by is None
+    if not isinstance(texts, list) or not texts or not all(_text(t) for t in texts) or not (by is None or _text(by)):
+        return False
+    try:
+        parsed = saved.parsed_constraints
+    except ValueError:
+        return False
+    columns = {column for _, column in parsed if column is not None}
+    classifier = saved._thresholded()
+    return columns == ({by} if by is not None else set()) and (saved.groups is None or by in (None, saved.groups)) \
+        and getattr(classifier, "constraints", None) == [constraint for constraint, _ in parsed]
+
+
 def field_problem(saved, model_kinds) -> tuple[str, str] | None:
     """``(field, what is wrong)`` for the first field of ``saved`` (a SavedModel) that fit cannot have written.
 
@@ -96,6 +114,7 @@ def field_problem(saved, model_kinds) -> tuple[str, str] | None:
         ("version", lambda: _text(saved.version), NOT_TEXT),
         ("groups", lambda: (saved.groups is None or _text(saved.groups))
          and (saved.groups is None) == (saved.group_labels is None), NOT_GROUPS),
+        ("constraints", lambda: _constraints_agree(saved), NOT_CONSTRAINTS),
     )
     for field, ok, problem in checks:
         if not ok():

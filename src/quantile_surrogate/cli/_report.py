@@ -20,6 +20,9 @@ def _model_line(saved) -> str:
     if getattr(saved, "groups", None) is not None:
         guarantee += f", one threshold per group of column '{saved.groups}'"
         guarantee += " (the guarantee holds in each group)" if saved.delta is not None else ""
+    if getattr(saved, "constraints", None):
+        guarantee += ", under the constraints " + ", ".join(repr(text) for text in saved.constraints)
+        guarantee += "" if saved.groups is not None else " at one threshold for every row"
     return (f"Model: {MODELS.get(saved.model_kind, saved.model_kind)} ({saved.model_kind}), objective "
             f"{saved.objective}, target {saved.target:g}"
             f"{guarantee}; trained on {Path(saved.trained_on).name} ({saved.n_rows} rows) with quantile-surrogate "

@@ -120,6 +120,11 @@ class SavedModel:
         The version that wrote the model.
     groups : str or None, default=None
         The ``fit --groups`` column: every row is compared with its group's threshold.
+    constraints : list of str or None, default=None
+        The ``fit --constraint`` texts as given (:func:`~quantile_surrogate.constraints.parse_constraint`),
+        which ``evaluate`` measures again; None without constraints.
+    constraint_by : str or None, default=None
+        The column the constraints' ``by`` names (their groups; not a feature, not needed to predict).
 
     See Also
     --------
@@ -158,6 +163,17 @@ class SavedModel:
     version: str = __version__
     groups: str | None = None
     """The ``fit --groups`` column: every row is compared with its group's threshold; None without groups."""
+    constraints: list | None = None
+    """The ``fit --constraint`` texts, e.g. ``["recall gap <= 0.05 by sex"]``; None without constraints."""
+    constraint_by: str | None = None
+    """The column of the constraints' groups (their ``by``); None where no constraint is measured in groups."""
+
+    @property
+    def parsed_constraints(self) -> list:
+        """``(RateConstraint, by column or None)`` for each of :attr:`constraints` (none: an empty list)."""
+        from ..constraints import parse_constraint
+
+        return [parse_constraint(text) for text in self.constraints or []]
 
     def _thresholded(self):
         """The estimator that holds the thresholds (and ``groups_``): the pipeline's classifier, or the wrapper."""

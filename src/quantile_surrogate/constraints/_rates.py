@@ -19,7 +19,7 @@ import torch
 
 from ..losses import SURROGATES
 
-__all__ = ["counted_rows", "exact_rates", "bound_rates"]
+__all__ = ["counted_rows", "exact_rates", "bound_rates", "smooth_rates", "SMOOTH_WIDTH"]
 
 
 def counted_rows(rate: str, labels: torch.Tensor) -> torch.Tensor:
@@ -31,18 +31,18 @@ def counted_rows(rate: str, labels: torch.Tensor) -> torch.Tensor:
     return torch.ones_like(labels)
 
 
-def _group_means(values, mask, groups, n_groups):
-    """Per group (``n_groups``; one group without ``groups``) the mean of ``values`` over ``mask``, and the counts."""
+def _group_means(values, mask, groups, n_groups, weight=None):
+    """Per group (``n_groups``; one group without ``groups``) the (weighted) mean of ``values`` over ``mask``, and the weights' sums."""
     if groups is None:
         groups = torch.zeros(values.shape[0], dtype=torch.long, device=values.device)
         n_groups = 1
-    weight = mask.to(values.dtype)
+    weight = mask.to(values.dtype) if weight is None else mask.to(values.dtype) * weight.to(values.dtype)
     sums = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, values * weight)
     counts = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, weight)
-    return sums / counts.clamp(min=1), counts
+    return sums / torch.where(counts > 0, counts, torch.ones_like(counts)), counts
 
 
-def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None) -> tuple:
+def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None, weight=None) -> tuple:
     """``(rates, counts)`` per group (shape (G,), or (1,) without groups): the share of counted rows with score > ``t``.
 
     Parameters
@@ -50,18 +50,20 @@ def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None) -> 
     scores : Tensor of shape (n,)
     labels : bool Tensor of shape (n,)
         True for a positive.
-    threshold : float or 0-d Tensor
-        The shared threshold ``t``.
+    threshold : float, 0-d Tensor or Tensor of shape (n,)
+        The shared threshold ``t`` (or each row's, where thresholds are per group).
     rate : {"recall", "false_positive_rate", "positive_rate"}
     groups : int Tensor of shape (n,) or None
         Codes 0..G-1; None: one group.
     n_groups : int or None
         G (with ``groups``).
+    weight : Tensor of shape (n,) or None
+        Row weights ``w_i >= 0``: the rate is then :math:`\\sum w_i 1[s_i > t] / \\sum w_i` over the counted rows.
 
     Returns
     -------
     (rates, counts) : tuple of Tensors of shape (G,)
-        A group without counted rows has rate 0 and count 0.
+        A group without counted rows has rate 0 and count 0 (``counts``: the sum of the counted rows' weights).
 
     Examples
     --------
@@ -71,16 +73,16 @@ def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None) -> 
     ([0.5], [0.5])
     """
     above = (scores > threshold).to(scores.dtype)
-    return _group_means(above, counted_rows(rate, labels), groups, n_groups)
+    return _group_means(above, counted_rows(rate, labels), groups, n_groups, weight)
 
 
 def bound_rates(scores, labels, threshold, rate, *, upper: bool, surrogate: str = "logistic", groups=None,
-                n_groups=None) -> tuple:
+                n_groups=None, weight=None) -> tuple:
     """``(bounds, counts)``: the differentiable upper (``upper=True``) or lower bound of :func:`exact_rates`.
 
     Parameters
     ----------
-    scores, labels, threshold, rate, groups, n_groups
+    scores, labels, threshold, rate, groups, n_groups, weight
         As in :func:`exact_rates`.
     upper : bool
         ``ell(s - t) / ell(0)`` averaged (an upper bound) or ``1 - ell(t - s) / ell(0)`` (a lower bound).
@@ -106,4 +108,38 @@ def bound_rates(scores, labels, threshold, rate, *, upper: bool, surrogate: str 
         values = loss(scores - threshold) / scale
     else:
         values = 1.0 - loss(threshold - scores) / scale
-    return _group_means(values, counted_rows(rate, labels), groups, n_groups)
+    return _group_means(values, counted_rows(rate, labels), groups, n_groups, weight)
+
+
+SMOOTH_WIDTH = 0.1
+"""The sigmoid's width in standard deviations of the scores (:func:`smooth_rates`)."""
+
+
+def _spread(scores, weight):
+    """The (weighted) population standard deviation of ``scores``, 1 where it is 0 (a weight is a repeated row)."""
+    w = torch.ones_like(scores) if weight is None else weight.to(scores.dtype)
+    mean = (w * scores).sum() / w.sum()
+    spread = ((w * (scores - mean) ** 2).sum() / w.sum()).sqrt()
+    return torch.where(spread > 0, spread, torch.ones_like(spread))
+
+
+def smooth_rates(scores, labels, threshold, rate, *, width: float = SMOOTH_WIDTH, groups=None, n_groups=None,
+                 weight=None) -> tuple:
+    r"""``(rates, counts)``: :func:`exact_rates` with the step smoothed, :math:`\sigma((s_i - t) / \tau)`.
+
+    :math:`\tau` is ``width`` times the standard deviation of ``scores`` (weighted by ``weight``, held
+    fixed in the gradient; 1 where it is 0), so the smoothing does not depend on the scale of the scores. Neither an upper nor a
+    lower bound: an estimate of the rate whose gradient moves the rate itself, where a bound's
+    gradient also shrinks its own slack (pushing every score away from the threshold). The
+    proxy-Lagrangian's multipliers follow the exact rates, so the model player's proxy need not
+    be a bound (Cotter, Jiang & Sridharan 2019).
+
+    Examples
+    --------
+    >>> import torch
+    >>> scores = torch.tensor([3.0, -3.0, 2.5, -2.0], dtype=torch.float64); labels = torch.tensor([True, True, False, False])
+    >>> round(float(smooth_rates(scores, labels, 0.0, "recall")[0]), 3)
+    0.5
+    """
+    values = torch.sigmoid((scores - threshold) / (width * _spread(scores.detach(), weight)))
+    return _group_means(values, counted_rows(rate, labels), groups, n_groups, weight)

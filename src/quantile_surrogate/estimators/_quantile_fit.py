@@ -31,7 +31,7 @@ from ..training.checkpoint import checkpoint_seed
 from ..training.models import build_scorer
 from ._standardize import sparse_scaler, sparse_working_rows, standardize_columns, standardizer
 
-__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_SPARSE_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "WORKING_COPY_CHUNK",
+__all__ = ["AUTO_FULL_BATCH_ROWS", "AUTO_RESTARTS", "AUTO_SPARSE_FULL_BATCH_ROWS", "AUTO_VALIDATION_ROWS", "WORKING_COPY_CHUNK",
            "QuantileFitSteps"]
 
 AUTO_FULL_BATCH_ROWS = 10_000
@@ -45,6 +45,9 @@ rows the default fit took 4.8 s in minibatches of 1000 and 1.8 s full-batch, wit
 
 AUTO_VALIDATION_ROWS = 10_000
 """``early_stopping="auto"``: a validation split above this many training rows, K-fold selection below."""
+
+AUTO_RESTARTS = 3
+"""``n_restarts="auto"`` without constraints (the default before "auto" existed)."""
 
 WORKING_COPY_CHUNK = 65536
 """Rows copied at a time into the working copy, so that reordering rows makes no full-size temporary."""
@@ -72,9 +75,15 @@ class QuantileFitSteps:
             )
         return sizes
 
+    def _restarts(self) -> int:
+        """``n_restarts``, with "auto" resolved: 3, or 1 with ``constraints`` (see its docstring)."""
+        if self.n_restarts == "auto":
+            return 1 if getattr(self, "constraints", None) else AUTO_RESTARTS
+        return int(self.n_restarts)
+
     def _early_stopping(self, n: int) -> bool:
-        if self.early_stopping == "auto":
-            return n > AUTO_VALIDATION_ROWS
+        if self.early_stopping == "auto":  # constraints are checked on held-out rows (the best feasible epoch)
+            return n > AUTO_VALIDATION_ROWS or bool(getattr(self, "constraints", None))
         return bool(self.early_stopping)
 
     def _draw_seed(self) -> int:
@@ -179,13 +188,13 @@ class QuantileFitSteps:
         in_subset = self._objective_spec().subset_mask(yt == 1)
         fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
         selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
-                                        max_epochs=self.max_epochs, n_restarts=self.n_restarts, init=self.init,
+                                        max_epochs=self.max_epochs, n_restarts=self._restarts(), init=self.init,
                                         sample_weight=extra.get("sample_weight"), plain=self.selection_se <= 0)
         if selection["start"] == "logistic":
             start, init = factory, "logistic"
         else:
             with torch.random.fork_rng(devices=[]):  # restart r's random start, as in every fold
-                seed_torch(restart_seeds(seed, self.n_restarts)[selection["restart"]][0])
+                seed_torch(restart_seeds(seed, self._restarts())[selection["restart"]][0])
                 start = factory()
             init = "model"
         result = train(start, Xt, yt, max_epochs=selection["epochs_"], n_restarts=1, init=init, **settings, **extra)

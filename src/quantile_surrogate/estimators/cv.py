@@ -327,7 +327,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
             per = len(penalties)
             jobs += [delayed(family_fold)(clone(base).set_params(hidden_layer_sizes=h)._scorer_factory(X.shape[1]),
                                           settings[f * per:(f + 1) * per], fit, held, grid=epochs, seed=seed,
-                                          n_restarts=base.n_restarts, init=base.init, max_epochs=base.max_epochs)
+                                          n_restarts=base._restarts(), init=base.init, max_epochs=base.max_epochs)
                      for f, h in enumerate(families) for fit, held in sides]
         labels = [FoldData.from_labels(y01[b], None if codes is None else codes[b], None if weight is None else weight[b])
                   for _, b in folds]  # the held-out rows as QuantileBoostingClassifier's own curve scores them
@@ -335,10 +335,10 @@ class QuantileClassifierCV(ThresholdedClassifier):
             jobs += [delayed(boosted_fold)(boosted, X, y01, a, b, held, first, weight, codes)
                      for (a, b), held in zip(folds, labels)]
         tasks = Parallel(n_jobs=self.n_jobs)(jobs)
-        shape = (base.n_restarts, len(epochs))
+        shape = (base._restarts(), len(epochs))
         parts = [[tasks[f * len(folds) + k] for f in range(len(families))] for k in range(len(folds))]
         if boosted is not None:
-            start = logistic_restarts(base.init, base.n_restarts)
+            start = logistic_restarts(base.init, base._restarts())
             restart = start.index(True) if any(start) else 0
             for k, fold in enumerate(parts):
                 fold.append(boosted_entries(tasks[len(families) * len(folds) + k], shape, restart))
@@ -350,7 +350,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
 
     def _record(self, candidates, metric, loss, ranking, seconds, epochs, base, held_labels, held_weights, notes):
         """``cv_results_``, ``selection_`` and the choice (:func:`~quantile_surrogate.selection._family_rule.select_by_family`); returns its index."""
-        logistic = logistic_restarts(base.init, base.n_restarts)
+        logistic = logistic_restarts(base.init, base._restarts())
         is_start = np.zeros(metric.shape[2:])
         is_start[logistic, 0] = 1.0
         sizes = [c.get("hidden_layer_sizes", BOOSTED) for c in candidates]
@@ -407,7 +407,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         best = clone(base).set_params(**candidate)
         y01, codes = best._adopt_fit(X, y, sensitive_features, base.mean_, base.scale_)
         every = FoldData(Xt, yt, np.arange(n_rows), weight, codes)
-        model_seed, shuffle_seed = restart_seeds(seed, base.n_restarts)[self.restart_]
+        model_seed, shuffle_seed = restart_seeds(seed, base._restarts())[self.restart_]
         start = build_start(best._scorer_factory(Xt.shape[1]), every, model_seed, self.start_ == "logistic")
         settings = self._settings(base, candidate, seed, n_rows, Xt.layout == torch.sparse_csr)
         result = train_from(start, every, settings, self.epochs_, shuffle_seed)

@@ -23,6 +23,7 @@ from typing import Callable
 
 import torch
 
+from ._constrained import constrained_data
 from ._loop import TrainingLoop
 from .sampling import SubsetBatchSampler
 from ._state import TrainingData, TrainingSettings, TrainResult
@@ -114,6 +115,9 @@ def train(
     checkpoint=None,
     callback: Callable | None = None,
     verbose: bool = False,
+    constraints=None,
+    constraint_step_size: float = 1.0,
+    group_thresholds: bool = True,
 ) -> TrainResult:
     r"""Minimise the objective's quantile surrogate loss by Algorithm 1 and return the best restart.
 
@@ -223,6 +227,22 @@ def train(
         On a terminal, a tqdm bar over each restart's epochs with the loss and the current
         threshold; into a file or a pipe (a scheduler's log), one line per restart instead
         (its epochs and training loss), without carriage-return frames.
+    constraints : sequence of RateConstraint, optional
+        Extra rate constraints at the objective's threshold (:mod:`quantile_surrogate.constraints`:
+        ``rate(...)``, ``gap(...)``), trained by the proxy-Lagrangian: each step adds
+        :math:`\sum_j \lambda_j \tilde c_j` (the surrogate excesses at the step's threshold) to the
+        loss; after each epoch :math:`\lambda_j \leftarrow \max(0, \lambda_j + \eta c_j)` on the exact
+        excesses of the epoch's constraint rows (:class:`~quantile_surrogate.constraints.ConstraintSet`;
+        ``TrainResult.constraint_curve`` records them per epoch); a minibatch step draws its
+        constraint rows per (group, class) cell (:mod:`._constrained`). With ``validation``
+        the validation value starts with ``-max(0, largest excess)`` there: every restart keeps its
+        best epoch that meets every constraint on the validation rows, or the one closest to it.
+        Per-group and gap constraints need ``groups``. Not with a loader or a ``checkpoint``.
+    constraint_step_size : float > 0, default=1.0
+        :math:`\eta`, the multipliers' step, taken once per epoch.
+    group_thresholds : bool, default=True
+        Whether ``groups`` set one threshold per group (the objective's rate in every group), or only
+        enter the constraints (False: one threshold for every row, the group not needed to predict).
 
     Returns
     -------
@@ -238,7 +258,9 @@ def train(
         For a bad value: an unknown ``objective``, ``init`` or ``form``, a ``target`` outside
         (0, 1), labels that are not binary, no row of ``A`` (in a group, with ``groups``),
         ``select="validation"`` without ``validation``, ``sample_weight`` with a loader or a
-        checkpoint, or a ``checkpoint`` written by another fit.
+        checkpoint, or a ``checkpoint`` written by another fit; with ``constraints``: a gap over one
+        group, a group without a row the rate counts, constraints that no classifier meets together
+        (:func:`~quantile_surrogate.constraints.check_satisfiable`).
 
     See Also
     --------
@@ -312,10 +334,32 @@ def train(
         subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch, max_epochs=max_epochs,
         n_restarts=n_restarts, init=init, init_alpha=init_alpha, early_stopping=early_stopping,
         n_iter_no_change=n_iter_no_change, tol=tol, select=select, monitor=monitor)
+    groups, validation, constraint_groups, validation_groups = _constraint_groups(groups, validation, group_thresholds)
     steps, validation = _checked_data(X, y, groups, sample_weight, validation, validation_weight, settings,
                                       checkpoint)
+    refused = [(what, why) for what, why, given in (
+        ("a loader of batches", "the constraint rows of each step are drawn from every row; pass tensors",
+         isinstance(steps, LoaderSteps)),
+        ("checkpoint", "the multipliers are not saved in a checkpoint yet", checkpoint is not None)) if given]
+    data, validation, term = constrained_data(constraints, steps.data, validation, constraint_groups, validation_groups,
+                                              settings=settings, step_size=constraint_step_size, refused=refused)
+    if term is not None:
+        steps = EpochSteps(settings, data, term)
     loop = TrainingLoop(settings, model, steps, validation, validation_metric, callback, verbose)
     return loop.run(random_state, checkpoint)
+
+
+def _constraint_groups(groups, validation, group_thresholds: bool):
+    """``(groups, validation, constraint_groups, validation_groups)``: with ``group_thresholds=False`` the group codes
+    (of the rows and of ``validation[2]``) enter the constraints only, and set no threshold."""
+    if group_thresholds or groups is None:
+        return groups, validation, None, None
+    if validation is None:
+        return None, None, groups, None
+    validation = tuple(validation)
+    if len(validation) != 3:
+        raise ValueError(VALIDATION_FORM_MESSAGE.format(fix=VALIDATION_GROUPS_FIX))
+    return None, validation[:2], groups, validation[2]
 
 
 def _check_settings(**settings) -> TrainingSettings:

@@ -29,6 +29,7 @@ from .._utils.errors import TrainingDivergedError
 from .._utils.seeding import clone_state, draw_seed, restart_seeds, seed_torch
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
 from ._steps import EpochSteps
+from ..constraints import largest_excess
 from ..metrics._held_out import held_out_metric
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 
@@ -62,6 +63,9 @@ class TrainingLoop:
         self.metric = validation_metric or functools.partial(_exact_metric, settings.objective, settings.target)
         self.callback, self.progress = callback, progress
         self.cuda = self.data.device.type == "cuda"
+        self.constraints = steps.constraints
+        # Per restart: the constraint record of every epoch and the validation excess (entry 0: the start).
+        self.constraint_curves, self.validation_excess, self.last_excess = {}, {}, math.nan
 
     # -- building blocks ------------------------------------------------------------------
     def new_model(self) -> nn.Module:
@@ -92,25 +96,57 @@ class TrainingLoop:
 
         Compared lexicographically: the exact metric at a small rate on a small validation
         set is coarse (the top 2 of 21 rows, say) and often flat; the validation surrogate
-        loss breaks its ties.
+        loss breaks its ties. With ``constraints`` the value starts with ``-max(0, e)``, ``e`` the
+        largest excess of a constraint over its bound on the training rows, or on the validation rows
+        beyond one standard error of the value there, at the threshold an estimator deploys (exact, on
+        the training and validation rows together): a model that meets every constraint there beats one that does not, and of
+        two that do not, the smaller excess wins (issue 25: the best feasible iterate).
         """
         val = self.validation
         scores = predict_scores(model, val.X)
         if not bool(torch.isfinite(scores).all()):
-            return [math.nan, math.nan]
+            return [math.nan] * (3 if self.constraints is not None else 2)
         threshold_groups = None if val.groups is None else val.groups[val.in_subset]
         weight = val.weight
         weights = {} if weight is None else dict(weight=weight, threshold_weight=weight[val.in_subset])
-        loss = objective_loss(scores, val.labels, objective=self.settings.objective, target=self.settings.target,
-                              threshold_scores=scores[val.in_subset], groups=val.groups,
-                              threshold_groups=threshold_groups, **weights, **self.settings.loss_settings()).loss
+        out = objective_loss(scores, val.labels, objective=self.settings.objective, target=self.settings.target,
+                             threshold_scores=scores[val.in_subset], groups=val.groups,
+                             threshold_groups=threshold_groups, **weights, **self.settings.loss_settings())
+        loss = out.loss
         arguments = (val.labels.cpu().numpy().astype(np.int64), scores.double().cpu().numpy())
         if val.groups is not None:
             arguments += (val.groups.cpu().numpy(),)
         metric = self.metric(*arguments, **({} if weight is None else {"sample_weight": weight.cpu().numpy()}))
-        if self.settings.monitor == "loss":
-            return [-float(loss), float(metric)]
-        return [float(metric), -float(loss)]
+        value = [-float(loss), float(metric)] if self.settings.monitor == "loss" else [float(metric), -float(loss)]
+        if self.constraints is None:
+            return value
+        fit_scores = predict_scores(model, self.data.X)
+        threshold = self.constraints.deployed_threshold(fit_scores, scores, val, self.settings.objective,
+                                                        self.settings.target)
+        # Met on both sides: on a few hundred held-out rows a gap's noise alone lets some epochs pass by luck (so the
+        # fit rows too, strictly), and makes good ones fail (so the held-out rows within one standard error).
+        self.last_excess = max(largest_excess(self.constraints.evaluate(scores, val, threshold), within_noise=True),
+                               largest_excess(self.constraints.evaluate(fit_scores, self.data, threshold)))
+        return [-max(0.0, self.last_excess)] + value
+
+    def _validation_value(self, model, restart: int, untrained: bool = False) -> list:
+        """:meth:`validate`'s value; with constraints its excess goes to the restart's ``validation_excess``.
+
+        ``untrained``: a random start before its first epoch. With constraints it is no candidate (its
+        excess is taken as infinite): random scores meet every gap, and where no trained epoch met the
+        constraints, the smallest excess would keep a random model.
+        """
+        value = self.validate(model)
+        if self.constraints is not None:
+            if untrained:
+                self.last_excess = math.inf
+                value[0] = -math.inf
+            self.validation_excess[restart].append(self.last_excess)
+        return value
+
+    def _curve_entry(self, value) -> float:
+        """The validation curve's entry of a value: the metric (the loss with ``monitor="loss"``)."""
+        return value[(self.settings.monitor == "loss") + (self.constraints is not None)]
 
     # -- the restart loop -----------------------------------------------------------------
     def _rng_devices(self) -> list:
@@ -156,7 +192,9 @@ class TrainingLoop:
         return TrainResult(model=model, loss=best.loss, loss_curve=best.loss_curve, n_iter=best.n_iter,
                            restart=best.restart, restart_losses=list(state.restart_losses),
                            validation_curve=best.validation_curve, best_epoch=best.best_epoch,
-                           start=best.start, initial_state=best.initial_model)
+                           start=best.start, initial_state=best.initial_model,
+                           constraint_curve=self.constraint_curves.get(best.restart),
+                           validation_excess=None if self.validation is None else self.validation_excess.get(best.restart))
 
     def fit_logistic_start(self, model) -> None:
         """The logistic start: penalised (weighted) maximum likelihood, ``alpha = init_alpha`` or ``1 / sum(w)``.
@@ -184,10 +222,13 @@ class TrainingLoop:
         tol = 0.0 if self.validation is not None else settings.tol
         run = RunState(start=start, initial_model=clone_state(model.state_dict()),
                        stopping=EarlyStopping(patience=patience, tol=tol))
+        if self.constraints is not None:
+            self.constraints.reset()
+            self.constraint_curves[restart], self.validation_excess[restart] = [], []
         if self.validation is not None:
-            value = self.validate(model)
+            value = self._validation_value(model, restart, untrained=start == "random")
             run.stopping.update(value, 0)
-            run.validation_curve.append(value[settings.monitor == "loss"])
+            run.validation_curve.append(self._curve_entry(value))
             run.best_model = clone_state(model.state_dict())
         return model, self.new_optimizer(model), run
 
@@ -226,6 +267,8 @@ class TrainingLoop:
                 if not (math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in model.parameters())):
                     raise self.diverged(r, epoch)
                 run.loss_curve.append(loss)
+                if self.constraints is not None:
+                    self.constraint_curves[r].append(self.constraints.record)
                 self._warn_growth(run.loss_curve, r)
                 stop = self.monitor(model, run, loss, epoch, r)
                 bar.update(1)
@@ -287,10 +330,10 @@ class TrainingLoop:
         if self.validation is None:
             run.stopping.update([-loss], epoch)
             return run.stopping.stop
-        value = self.validate(model)
+        value = self._validation_value(model, restart)
         if not all(math.isfinite(v) for v in value):
             raise self.diverged(restart, epoch)
-        run.validation_curve.append(value[self.settings.monitor == "loss"])
+        run.validation_curve.append(self._curve_entry(value))
         if run.stopping.update(value, epoch):
             run.best_model = clone_state(model.state_dict())
         return run.stopping.stop

@@ -123,6 +123,13 @@ class TrainResult:
     """How the selected restart started: "random", "logistic" or "model"."""
     initial_state: dict | None = None
     """The selected restart's parameters before its first epoch (a ``state_dict``)."""
+    constraint_curve: list | None = None
+    """With ``constraints``: per epoch of the selected restart, the record of its last step
+    (:meth:`~quantile_surrogate.constraints.ConstraintSet.update`: each constraint's ``name``,
+    exact ``value`` and ``excess`` on the step's rows, and ``multiplier``)."""
+    validation_excess: list | None = None
+    """With ``constraints`` and ``validation``: per epoch (entry 0: the start) the largest excess of a
+    constraint over its bound on the validation rows (<= 0: every constraint met there)."""
 
 
 @dataclass
@@ -143,6 +150,9 @@ class TrainingData:
     """int64 group codes, one per row."""
     weight: torch.Tensor | None = None
     """Frequency weights ``w_i >= 0``, one per row, floating point (``train(..., sample_weight=)``)."""
+    constraint_groups: torch.Tensor | None = None
+    """int64 group codes of the extra constraints (``train(..., constraints=)``): ``groups`` itself, or the
+    group codes that set no threshold (``group_thresholds=False``)."""
 
     def __post_init__(self):
         self.subset_index = torch.nonzero(self.in_subset).reshape(-1)

@@ -53,6 +53,8 @@ class Batch(NamedTuple):
     groups_a: torch.Tensor | None = None
     weight: torch.Tensor | None = None
     weight_a: torch.Tensor | None = None
+    constraint_rows: tuple | None = None
+    """(rows, weights) of the step's constraint rows (:meth:`._constrained.ConstraintTerm.draw`), with constraints."""
 
 
 def _take(column: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
@@ -63,9 +65,11 @@ def _take(column: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | Non
 class EpochSteps:
     """The SGD steps of one epoch over ``data`` under ``settings`` (see the module docstring)."""
 
-    def __init__(self, settings: TrainingSettings, data: TrainingData):
+    def __init__(self, settings: TrainingSettings, data: TrainingData, constraints=None):
         self.settings = settings
         self.data = data
+        self.constraints = constraints
+        """The extra constraints' :class:`._constrained.ConstraintTerm`, or None."""
 
     def loss(self, scores, labels, threshold_scores, groups=None, threshold_groups=None, weight=None,
              threshold_weight=None):
@@ -84,8 +88,12 @@ class EpochSteps:
     def epoch(self, model, optimizer, generator):
         """One pass over the data; returns (mean minibatch loss, last threshold(s)) as floats."""
         if self.settings.batch_size is None or self.settings.batch_size >= self.data.n:
-            return self._full_batch_epoch(model, optimizer)
-        return self._minibatch_epoch(model, optimizer, generator)
+            out = self._full_batch_epoch(model, optimizer)
+        else:
+            out = self._minibatch_epoch(model, optimizer, generator)
+        if self.constraints is not None:
+            self.constraints.end_epoch()
+        return out
 
     # -- full batch -----------------------------------------------------------------------
     @functools.cached_property
@@ -111,7 +119,10 @@ class EpochSteps:
         else:
             out = self.loss(scores, data.labels, scores[data.subset_index], data.groups, data.subset_groups,
                             data.weight, data.subset_weight)
-        out.loss.backward()
+        total = out.loss
+        if self.constraints is not None:
+            total = total + self.constraints.term(scores, None, out.threshold)
+        total.backward()
         optimizer.step()
         return float(out.loss.detach()), _as_floats(out.threshold)
 
@@ -137,12 +148,17 @@ class EpochSteps:
         X, labels = data.X, data.labels
         batches = self.epoch_batches(generator)
 
+        term = self.constraints
+        # The constraint rows of every step, drawn after the batches from the same generator (a seed gives both).
+        extra = [None] * len(batches) if term is None else [term.draw(generator) for _ in batches]
+
         def steps():
             # take_rows (index_select, or a CSR gather), not X[rows]: on the CPU advanced indexing copies element by
             # element, ~20x slower than index_select's row copies at 100 float32 features (benchmarks/throughput.py).
-            for rows, subset_rows in batches:
+            for (rows, subset_rows), constraint_rows in zip(batches, extra):
                 rows = rows.to(X.device)
-                columns = dict(groups=_take(data.groups, rows), weight=_take(data.weight, rows))
+                columns = dict(groups=_take(data.groups, rows), weight=_take(data.weight, rows),
+                               constraint_rows=constraint_rows)
                 if subset_rows is None:
                     yield Batch(take_rows(X, rows), labels.index_select(0, rows),
                                 data.in_subset.index_select(0, rows), **columns)
@@ -187,7 +203,10 @@ class EpochSteps:
             scores, reference = both[:n_batch], both[n_batch:]
             groups_a, weight_a = batch.groups_a, batch.weight_a
         out = self.loss(scores, batch.labels, reference, batch.groups, groups_a, batch.weight, weight_a)
-        out.loss.backward()
+        total = out.loss
+        if batch.constraint_rows is not None and reference.numel():
+            total = total + self.constraints.minibatch_term(model, *batch.constraint_rows, out.threshold)
+        total.backward()
         optimizer.step()
         return out.loss.detach(), (out.threshold.detach() if reference.numel() else None)
 

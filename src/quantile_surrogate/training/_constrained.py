@@ -1,0 +1,212 @@
+r"""Extra rate constraints during training (issue 25): each step's constraint rows, the penalty and the multipliers.
+
+Every step adds :meth:`~quantile_surrogate.constraints.ConstraintSet.penalty` (the multipliers times
+the surrogate excesses, at the step's own threshold) to the objective's loss; after the epoch the
+multipliers move once on the exact excesses of all the epoch's constraint rows, each row compared
+with the threshold of its own step (the proxy-Lagrangian of
+:mod:`quantile_surrogate.constraints._lagrangian`). Once per epoch, not per step: a gap measured on
+one step's rows is biased upwards (the largest minus the smallest of noisy group rates: about 0.056
+for two equal groups at 128 rows each, more than a bound of 0.05), and a multiplier fed that bias
+grows without end; on an epoch's rows the noise is a few times smaller.
+
+**The constraint rows of a minibatch step** are drawn as Algorithm 1 draws ``A_b``: a separate
+sample, here stratified by (group, class), :data:`CELL_ROWS` rows of each cell with replacement
+(every row of a smaller cell), each row weighted by its cell's size over the rows drawn from it. So a
+rare group's positives are in every step, and each group's rate is an unbiased estimate of its rate
+on all the rows (with sample weights, of the weighted rate). A full-batch step uses every row.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+
+import torch
+
+from .._utils.checks import check_groups
+from .._utils.sparse import take_rows
+from ..constraints import ConstraintSet, check_satisfiable
+from ..constraints._rates import counted_rows
+from ..objectives import get_objective
+from ..objectives.thresholds import constraint_threshold, group_constraint_thresholds
+
+__all__ = ["CELL_ROWS", "ConstraintTerm", "constrained_data"]
+
+GROUPS_UNUSED_MESSAGE = ("`groups` with group_thresholds=False set no threshold and enter no constraint: pass constraints "
+                         "measured per group (gap(...) or rate(..., in_each_group=True)), or group_thresholds=True.")
+GROUPS_NEEDED_MESSAGE = "{name!r} is measured per group: pass `groups=` (one group code per row)."
+ONE_GROUP_MESSAGE = ("{name!r} is a gap between groups, but the rows hold one group only ({group}); pass rows of at "
+                     "least two groups, or bound the rate itself with rate(...).")
+EMPTY_GROUP_MESSAGE = ("{name!r} is measured in every group, but group {group} has no row that the rate counts "
+                       "({counted}); merge it with another group or drop its rows.")
+REFUSED_MESSAGE = "`constraints` cannot be combined with {what}: {why}."
+TRAINING_SURROGATE = "sigmoid"
+#: The rate that the objective's threshold sets, by the objective's subset ``A``.
+FIXED_RATE = {"positives": "recall", "negatives": "false_positive_rate", "all": "positive_rate"}
+COUNTED = {"recall": "positives", "false_positive_rate": "negatives", "positive_rate": "rows"}
+
+CELL_ROWS = 128
+"""Rows drawn per (group, class) cell for a minibatch step's constraints: the rate of a cell with a
+rate near 0.5 is then estimated to about +-0.044 (one standard error) per step, noise that the
+multipliers' small steps average out."""
+
+
+class ConstraintTerm:
+    """The constraints of one fit: their rows per step, their penalty, and one :class:`ConstraintSet` per restart.
+
+    ``data`` is the training rows (:class:`~._state.TrainingData`, with ``constraint_groups``).
+    """
+
+    def __init__(self, constraints, data, *, step_size: float, surrogate: str):
+        groups = data.constraint_groups
+        n_groups = None if groups is None else int(groups.max()) + 1
+        self.template = ConstraintSet(constraints, n_groups=n_groups, step_size=step_size, surrogate=surrogate)
+        self.data = data
+        self.current = copy.deepcopy(self.template)
+        self.record: list = []
+        self.seen: list = []  # the epoch's (scores, rows, per-row threshold, weight), for the multiplier step
+        codes = torch.zeros(data.n, dtype=torch.long, device=data.device) if groups is None else groups
+        cell = codes * 2 + data.labels.long()
+        self.cells = [torch.nonzero(cell == k).reshape(-1).cpu() for k in torch.unique(cell).tolist()]
+
+    def reset(self) -> None:
+        """Multipliers back to 0 for a new restart."""
+        self.current = copy.deepcopy(self.template)
+        self.record, self.seen = [], []
+
+    def draw(self, generator: torch.Generator):
+        """One minibatch step's constraint rows and their weights (see the module docstring)."""
+        rows, weights = [], []
+        for members in self.cells:
+            size = members.numel()
+            if size <= CELL_ROWS:
+                rows.append(members)
+                weights.append(torch.ones(size, dtype=torch.float64))
+            else:
+                rows.append(members[torch.randint(size, (CELL_ROWS,), generator=generator)])
+                weights.append(torch.full((CELL_ROWS,), size / CELL_ROWS, dtype=torch.float64))
+        return torch.cat(rows), torch.cat(weights)
+
+    def _columns(self, rows, weight):
+        data = self.data
+        pick = (lambda column: column) if rows is None else (lambda column: None if column is None else column[rows])
+        if data.weight is not None:
+            weight = pick(data.weight) if weight is None else weight.to(data.weight) * pick(data.weight)
+        return pick(data.labels), pick(data.constraint_groups), pick(data.groups), weight
+
+    def term(self, scores, rows, threshold, weight=None) -> torch.Tensor:
+        """The penalty on ``scores`` of ``rows`` (None: every row) at ``threshold``; the rows are kept for :meth:`end_epoch`."""
+        labels, groups, threshold_groups, row_weight = self._columns(rows, weight)
+        threshold = threshold.expand(scores.shape) if threshold.ndim == 0 else threshold[threshold_groups]
+        self.seen.append((scores.detach(), rows, threshold.detach(), weight))  # the draw's weight: _columns adds the rows'
+        return self.current.penalty(scores, labels, threshold, groups, row_weight)
+
+    def end_epoch(self) -> None:
+        """The multiplier step on the exact excesses of the epoch's constraint rows; ``record`` is its record."""
+        if not self.seen:
+            return
+        scores, rows, thresholds, weights = zip(*self.seen)
+        self.seen = []
+        columns = [self._columns(r, w) for r, w in zip(rows, weights)]
+        labels, groups, _, weight = (None if parts[0] is None else torch.cat(parts) for parts in zip(*columns))
+        self.record = self.current.update(torch.cat(scores), labels, torch.cat(thresholds), groups, weight)
+
+    def minibatch_term(self, model, rows, weight, threshold) -> torch.Tensor:
+        """:meth:`term` on a separate forward pass over the drawn ``rows``."""
+        rows = rows.to(self.data.device)
+        scores = model(take_rows(self.data.X, rows)).reshape(-1)
+        return self.term(scores, rows, threshold, weight.to(device=self.data.device))
+
+    def deployed_threshold(self, fit_scores, scores, validation, objective: str, target: float) -> torch.Tensor:
+        """The threshold an estimator deploys: the exact one on the training and the validation rows together.
+
+        :func:`~quantile_surrogate.objectives.thresholds.constraint_threshold` (per group with
+        threshold groups), so that the validation rows are judged at the threshold that will be used.
+        """
+        data = self.data
+        both = lambda a, b: torch.cat([a, b]).cpu().numpy()  # noqa: E731
+        scores_np = both(fit_scores.double(), scores.double())
+        labels = both(data.labels, validation.labels)
+        weight = None
+        if data.weight is not None or validation.weight is not None:
+            ones = lambda d: torch.ones(d.n, dtype=torch.float64, device=d.device)  # noqa: E731
+            weight = both((ones(data) if data.weight is None else data.weight).double(),
+                          (ones(validation) if validation.weight is None else validation.weight).double())
+        with warnings.catch_warnings():  # ties at the threshold are the deployed fit's to report, not every epoch's
+            warnings.simplefilter("ignore")
+            value = self._exact_threshold(scores_np, labels, weight, both, validation, objective, target)
+        return torch.as_tensor(value, dtype=scores.dtype, device=scores.device)
+
+    def _exact_threshold(self, scores_np, labels, weight, both, validation, objective, target):
+        data = self.data
+        if data.groups is None:
+            return constraint_threshold(scores_np, labels, objective=objective, target=target, sample_weight=weight)
+        return group_constraint_thresholds(scores_np, labels, both(data.groups, validation.groups), objective=objective,
+                                           target=target, n_groups=int(data.groups.max()) + 1, sample_weight=weight)
+
+    def evaluate(self, scores, data, threshold) -> list:
+        """The exact record on other rows (``data``: validation :class:`~._state.TrainingData`), multipliers unchanged."""
+        if threshold.ndim:
+            threshold = threshold[data.groups]
+        return self.current.evaluate(scores, data.labels, threshold, data.constraint_groups, data.weight)
+
+
+def _check_groups_cover(constraints, labels, codes) -> None:
+    """Before training: a gap needs two groups; a per-group rate needs counted rows in every group."""
+    present = torch.unique(codes)
+    n_groups = int(codes.max()) + 1
+    for constraint in constraints:
+        if not constraint.needs_groups:
+            continue
+        if constraint.scope == "gap" and present.numel() < 2:
+            raise ValueError(ONE_GROUP_MESSAGE.format(name=constraint.name, group=int(present[0])))
+        counted = torch.bincount(codes[counted_rows(constraint.rate, labels)], minlength=n_groups)
+        empty = torch.nonzero(counted == 0).reshape(-1).tolist()
+        if empty:
+            raise ValueError(EMPTY_GROUP_MESSAGE.format(name=constraint.name, group=empty[0],
+                                                        counted=COUNTED[constraint.rate]))
+
+
+def _with_constraint_groups(data, codes, name):
+    """``data`` whose constraint groups are its threshold groups (``codes`` None) or the checked ``codes``."""
+    if data is None:
+        return None
+    if codes is None:
+        return dataclasses.replace(data, constraint_groups=data.groups)
+    codes = check_groups(codes, data.n, name).to(device=data.device, dtype=torch.int64)
+    return dataclasses.replace(data, constraint_groups=codes)
+
+
+def constrained_data(constraints, data, validation, groups=None, validation_groups=None, *, settings, step_size,
+                     refused=()):
+    """``(data, validation, term)``: the rows with their constraint groups, and the :class:`ConstraintTerm` (or None).
+
+    ``groups`` and ``validation_groups`` are group codes that set no threshold
+    (``group_thresholds=False``; None where the threshold groups of ``data`` are the constraints'
+    groups too). ``refused``: ``(what, why)`` pairs of options given that do not combine with
+    constraints (a loader, a checkpoint). Every check that can be made before training is made
+    here (the messages above and :func:`~quantile_surrogate.constraints.check_satisfiable`).
+    """
+    constraints = list(constraints or ())
+    if not constraints:
+        if groups is not None:
+            raise ValueError(GROUPS_UNUSED_MESSAGE)
+        return data, validation, None
+    for what, why in refused:
+        raise ValueError(REFUSED_MESSAGE.format(what=what, why=why))
+    checked = ConstraintSet(constraints, n_groups=2, step_size=step_size, surrogate=settings.surrogate).constraints
+    if groups is not None and not any(c.needs_groups for c in checked):
+        raise ValueError(GROUPS_UNUSED_MESSAGE)
+    data = _with_constraint_groups(data, groups, "groups")
+    validation = _with_constraint_groups(validation, validation_groups, "validation[2]")
+    if data.constraint_groups is None:
+        named = [c for c in checked if c.needs_groups]
+        if named:
+            raise ValueError(GROUPS_NEEDED_MESSAGE.format(name=named[0].name))
+    else:
+        _check_groups_cover(checked, data.labels, data.constraint_groups)
+    check_satisfiable(checked, FIXED_RATE[get_objective(settings.objective).subset], settings.target,
+                      data.labels.cpu().numpy(),
+                      None if data.constraint_groups is None else data.constraint_groups.cpu().numpy())
+    return data, validation, ConstraintTerm(checked, data, step_size=step_size, surrogate=TRAINING_SURROGATE)

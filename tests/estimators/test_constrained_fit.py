@@ -1,0 +1,126 @@
+"""QuantileClassifier(constraints=...): issue 25's contract, the report, the group attribute's two roles, bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from quantile_surrogate import QuantileClassifier
+from quantile_surrogate.constraints import gap, rate
+
+
+def _data(n=1500, seed=0):
+    """Group "b" is 30 % of the rows and its positives rank lower: one threshold leaves a recall and a rate gap."""
+    rng = np.random.default_rng(seed)
+    g = np.where(rng.random(n) < 0.3, "b", "a")
+    X = rng.normal(size=(n, 4))
+    X[:, 0] += (g == "a") * 1.5
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X[:, 0] + X[:, 1] - 1.5)))).astype(int)
+    return X, y, g
+
+
+def _gap(decision, y, g, rate_name):
+    among = y == 1 if rate_name == "recall" else np.ones(len(y), dtype=bool)
+    values = [(decision > 0)[(g == k) & among].mean() for k in np.unique(g)]
+    return max(values) - min(values)
+
+
+@pytest.mark.parametrize(("objective", "target", "rate_name"), [("precision_at_recall", 0.8, "recall"),
+                                                                ("precision_at_rate", 0.1, "positive_rate")])
+def test_the_issue_contract_one_group_blind_threshold_that_narrows_the_gap(objective, target, rate_name):
+    X, y, g = _data()
+    free = QuantileClassifier(objective=objective, target=target, random_state=0).fit(X, y)
+    clf = QuantileClassifier(objective=objective, target=target, constraints=[gap(rate_name, at_most=0.05)],
+                             random_state=0).fit(X, y, sensitive_features=g)
+    decision = clf.decision_function(X)  # no group needed
+    assert np.ndim(clf.threshold_) == 0 and clf.groups_ is None
+    np.testing.assert_array_equal(clf.constraint_groups_, ["a", "b"])
+    assert _gap(free.decision_function(X), y, g, rate_name) > 0.1
+    assert _gap(decision, y, g, rate_name) < 0.05 + 0.02
+    report = clf.constraint_report_
+    assert report["checked_on"] == "held_out" and report["feasible"]
+    assert report["constraints"][0]["constraint"] == f"{rate_name} gap <= 0.05"
+    with pytest.raises(ValueError, match="fitted without `sensitive_features`"):
+        clf.decision_function(X, sensitive_features=g)
+
+
+def test_the_report_without_held_out_rows_is_the_numpy_value_at_the_threshold():
+    X, y, g = _data(600)
+    constraints = [gap("recall", at_most=0.05), rate("fpr", at_most=0.3), rate("recall", at_least=0.6, in_each_group=True)]
+    clf = QuantileClassifier(target=0.8, constraints=constraints, early_stopping=False, max_epochs=30,
+                             random_state=0).fit(X, y, sensitive_features=g)
+    decision = clf.decision_function(X)
+    entries = clf.constraint_report_["constraints"]
+    assert clf.constraint_report_["checked_on"] == "train" and entries[0]["held_out"] is None
+    recalls = [float((decision > 0)[(g == k) & (y == 1)].mean()) for k in ("a", "b")]
+    assert entries[0]["train"] == pytest.approx(max(recalls) - min(recalls), abs=1e-4)
+    assert entries[1]["train"] == pytest.approx(float((decision > 0)[y == 0].mean()), abs=1e-4)
+    assert entries[2]["train"] == pytest.approx(recalls, abs=1e-4)
+    assert entries[2]["met"] == (min(recalls) >= 0.6)
+
+
+def test_same_seed_same_model_and_no_randomised_prediction():
+    X, y, g = _data(500)
+    fits = [QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=0.05)], max_epochs=15,
+                               random_state=3).fit(X, y, sensitive_features=g) for _ in range(2)]
+    np.testing.assert_array_equal(fits[0].decision_function(X), fits[1].decision_function(X))
+    np.testing.assert_array_equal(fits[0].predict(X), fits[0].predict(X))
+    assert fits[0].constraint_report_ == fits[1].constraint_report_
+
+
+def test_a_constraint_not_met_held_out_is_warned_about_and_reported():
+    X, y, g = _data(400)
+    with pytest.warns(UserWarning, match="'recall gap <= 0' could not be met: held out"):
+        clf = QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=0.0)], max_epochs=2, n_restarts=1,
+                                 random_state=0).fit(X, y, sensitive_features=g)
+    report = clf.constraint_report_
+    assert not report["feasible"] and not report["constraints"][0]["feasible"]
+    assert "no epoch met every constraint" in report["chosen"]
+
+
+def test_group_thresholds_true_keeps_one_threshold_per_group_and_the_constraints():
+    X, y, g = _data(600)
+    clf = QuantileClassifier(objective="precision_at_rate", target=0.1, group_thresholds=True, max_epochs=10,
+                             constraints=[rate("fpr", at_most=0.2)], random_state=0).fit(X, y, sensitive_features=g)
+    assert clf.threshold_.shape == (2,)
+    np.testing.assert_array_equal(clf.constraint_groups_, clf.groups_)
+    with pytest.raises(ValueError, match="every row needs its group's threshold"):
+        clf.predict(X)
+    rates = [(clf.predict(X, sensitive_features=g) == 1)[g == k].mean() for k in ("a", "b")]
+    assert rates == pytest.approx([0.1, 0.1], abs=0.01)
+
+
+def test_bad_input_gets_one_clear_message():
+    X, y, g = _data(300)
+    fit = lambda **kw: QuantileClassifier(target=0.8, max_epochs=2, random_state=0, **kw)  # noqa: E731
+    c = [gap("recall", at_most=0.05)]
+    with pytest.raises(ValueError, match="shape"):
+        fit(constraints=c).fit(X, y, sensitive_features=g[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        fit(constraints=c).fit(X, y, sensitive_features=np.where(g == "a", 0.0, np.nan))
+    with pytest.raises(TypeError, match="must be a list of constraints"):
+        fit(constraints=["recall gap <= 0.05"]).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match="pass `sensitive_features=` to fit"):
+        fit(group_thresholds=True).fit(X, y)
+    with pytest.raises(ValueError, match="no constraint is measured per group"):
+        fit(constraints=[rate("fpr", at_most=0.3)]).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match="is measured per group"):
+        fit(constraints=c).fit(X, y)
+    with pytest.raises(ValueError, match="one group only"):
+        fit(constraints=c).fit(X, y, sensitive_features=np.full(len(y), "a"))
+    with pytest.raises(ValueError, match="cannot hold together"):
+        fit(constraints=[rate("recall", at_least=0.9), rate("positive_rate", at_most=0.01)]).fit(X, y)
+    with pytest.raises(ValueError, match="at_most"):
+        gap("recall", at_most=1.5)
+    no_positive = np.where(y == 1, g, "c")
+    no_positive[(y == 0)][:0] = "c"
+    with pytest.raises(ValueError, match="group 2 has no row that the rate counts"):
+        fit(constraints=c, early_stopping=False).fit(X, y, sensitive_features=np.where(y == 1, g, np.where(g == "a", "a", "c")))
+
+
+def test_without_constraints_nothing_changes():
+    X, y, g = _data(400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf = QuantileClassifier(target=0.8, max_epochs=5, random_state=0).fit(X, y, sensitive_features=g)
+    assert clf.constraint_report_ is None and clf.constraint_groups_ is None and clf.threshold_.shape == (2,)
