@@ -25,6 +25,10 @@ loss                            subset A           penalised  paper
 ``pr_auc_loss``                 ``"positives"``    negatives  eq. (7), Riemann sum
 ==============================  =================  =========  ==================
 
+:func:`precision_at_k_loss` is precision@K within each query of a ranking batch: eq. (9) or
+(10) with one threshold per query, ``q(f(X_q), 1 - K/n_q)``, from one batched estimate
+(:func:`~quantile_surrogate.quantiles.segment_quantile`).
+
 Inputs are torch tensors (a list or a NumPy array raises ``TypeError``). Float16 and
 bfloat16 scores, with or without ``torch.autocast``, are supported: the quantile's ranks
 and weights and the reduction's sums and counts are computed in float32, and the loss
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 from .general import QuantileLossOutput, rate_constrained_loss
 from .named import pr_auc_loss, precision_at_rate_loss, precision_at_recall_loss, recall_at_fpr_loss
+from .ranking import precision_at_k_loss
 from .surrogates import SURROGATES
 
 __all__ = [
@@ -48,6 +53,7 @@ __all__ = [
     "precision_at_rate_loss",
     "recall_at_fpr_loss",
     "pr_auc_loss",
+    "precision_at_k_loss",
     "SURROGATES",
     "QuantileLossOutput",
 ]

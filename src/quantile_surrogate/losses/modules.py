@@ -18,6 +18,7 @@ from torch import nn
 from .. import losses
 from ._rate_loss import PENALIZE, check_loss_settings
 from .named import DEFAULT_PR_AUC_RECALLS, PRECISION_FORMS
+from .ranking import check_ranking_settings
 from .._utils.checks import check_bool, check_option, check_target, check_targets
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "PrecisionAtRateLoss",
     "RecallAtFPRLoss",
     "PRAUCLoss",
+    "PrecisionAtKLoss",
 ]
 
 
@@ -431,3 +433,83 @@ class RateConstrainedLoss(_QuantileLoss):
         """The loss, with the subset ``A`` of this batch (a bool mask or "positives", "negatives", "all")."""
         return self._call(scores, labels, subset=subset, threshold_scores=threshold_scores, groups=groups,
                           threshold_groups=threshold_groups, weight=weight, threshold_weight=threshold_weight)
+
+
+class PrecisionAtKLoss(_QuantileLoss):
+    r"""Precision@K within each query (ranking) as a ``torch.nn.Module`` (eqs. (9), (10) per query).
+
+    Called as ``loss_fn(scores, labels, query)``, with the arguments of
+    :func:`~quantile_surrogate.losses.precision_at_k_loss`; returns the loss.
+
+    Parameters
+    ----------
+    k : int >= 1
+        How many top rows of each query count.
+    form : {"fp", "tp"}, default="fp"
+        Penalise each query's negatives above its threshold (eq. (9)) or its positives below it (eq. (10)).
+    quantile : {"kernel", "gaussian", "epanechnikov", "point"}, default="kernel"
+        A name in :data:`~quantile_surrogate.quantiles.segments.SEGMENT_ESTIMATORS`.
+    bandwidth : float > 0, default=0.05
+        Kernel bandwidth ``h``, on each query's own rank scale.
+    surrogate : {"logistic", "hinge"}, default="logistic"
+        The upper bound of the 0-1 step (:data:`~quantile_surrogate.losses.SURROGATES`).
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :func:`~quantile_surrogate.losses.precision_at_k_loss` ("mean" divides by the
+        penalised rows of the queries that count).
+    validate_args : bool, default=True
+        Check the inputs of every call (types, shapes, binary labels, finite scores, query codes).
+
+    Attributes
+    ----------
+    threshold : Tensor
+        The per-query thresholds of the last call, shape (Q,), detached, NaN for the queries
+        left out (a non-persistent buffer); NaN before the first call. Every constructor
+        argument is kept too, as checked, under its own name.
+
+    Raises
+    ------
+    TypeError
+        In ``__init__``, for ``k`` not an integer, a setting of the wrong type or a misspelt keyword.
+    ValueError
+        In ``__init__``, for ``k < 1`` or an unknown option; in a call, for bad inputs (see
+        :func:`~quantile_surrogate.losses.precision_at_k_loss`).
+
+    See Also
+    --------
+    quantile_surrogate.losses.precision_at_k_loss : The function it calls, with the excluded queries.
+
+    Notes
+    -----
+    :math:`\sum_q \sum_{i \in X_q: y_i = 0} l\big(f(x_i) - \hat q(f(X_q), 1 - k/n_q)\big)` (FP form)
+    over the queries with more than ``k`` rows and both relevant and irrelevant rows.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quantile_surrogate.losses.modules import PrecisionAtKLoss
+    >>> loss_fn = PrecisionAtKLoss(2, quantile="point", reduction="sum")
+    >>> scores = torch.tensor([3.0, 2.0, 1.0, 0.0, 5.0, 6.0, 7.0, 8.0])
+    >>> labels = torch.tensor([1, 0, 1, 0, 0, 0, 0, 0]); query = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    >>> loss_fn(scores, labels, query), loss_fn.threshold  # softplus(1) + softplus(-1); query 1 has no relevant row
+    (tensor(1.6265), tensor([1., nan]))
+    """
+
+    _function = staticmethod(losses.precision_at_k_loss)
+    _target_name = "k"
+    _extra_settings = ("form",)
+
+    def __init__(self, k: int, *, form="fp", quantile="kernel", bandwidth=0.05, surrogate="logistic",
+                 reduction="mean", validate_args=True):
+        bandwidth = check_ranking_settings(k, form, quantile, bandwidth, surrogate, reduction, False)
+        super().__init__(int(k), quantile=quantile, bandwidth=bandwidth, surrogate=surrogate, reduction=reduction,
+                         validate_args=validate_args)
+        self.form = form
+
+    @property
+    def settings(self) -> dict:
+        """The keyword arguments of :func:`~quantile_surrogate.losses.precision_at_k_loss` beyond the common four."""
+        return {"form": self.form, "validate_args": self.validate_args}
+
+    def forward(self, scores: torch.Tensor, labels: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        """The loss of the batch, with each row's query code."""
+        return self._call(scores, labels, query=query)

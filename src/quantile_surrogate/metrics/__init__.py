@@ -8,10 +8,16 @@ so training and evaluation speak the same language.
 A metric that cannot be computed (a recall without positives, a false positive rate
 without negatives) returns NaN with an ``UndefinedMetricWarning``, as scikit-learn does,
 never a silent 0.0: average such values with ``np.nanmean`` or drop the split.
+
+The ranking metrics (:mod:`quantile_surrogate.metrics.ranking`) take a third array, the query of
+each row, and average a per-query value over the queries: :func:`precision_at_k_per_query`,
+:func:`ndcg_at_k` (graded relevance), and :func:`bootstrap_over_queries`, which resamples whole
+queries. Queries without a relevant row are left out of their mean (and counted).
 """
 
 from ._exact import precision_at_recall, predicted_positive_rate, recall_at_fpr
 from ._top_k import count_at_rate, precision_at_k, precision_at_rate
+from .ranking import QueryInterval, QueryScores, bootstrap_over_queries, ndcg_at_k, precision_at_k_per_query
 
 __all__ = [
     "precision_at_recall",
@@ -20,4 +26,9 @@ __all__ = [
     "recall_at_fpr",
     "predicted_positive_rate",
     "count_at_rate",
+    "precision_at_k_per_query",
+    "ndcg_at_k",
+    "bootstrap_over_queries",
+    "QueryScores",
+    "QueryInterval",
 ]

@@ -17,6 +17,9 @@ name                        estimate                                         pap
 ``harrell_davis``           Beta-weighted order statistics                   Harrell & Davis 1982
 ==========================  ===============================================  ====================
 
+:func:`segment_quantile` gives the point or kernel estimate of many segments (the queries of a
+ranking data set) at once, each at its own level, batched with segment operations.
+
 The names are the keys of :data:`QUANTILE_ESTIMATORS`, which ``quantile=`` of the losses and
 estimators accepts; :func:`kernel_weights` shows the kernel estimator's weights.
 
@@ -43,6 +46,7 @@ from ._rank_selection import SELECTION_ESTIMATORS, selection_estimates
 from ._weighted import weighted_estimates
 from .kernels import KERNELS
 from .order_statistics import interval_quantile, lower_mean_quantile, point_quantile
+from .segments import segment_quantile
 from .smooth import harrell_davis_quantile, kernel_quantile, kernel_weights
 
 # resolve_quantile and quantile_estimates are the losses' and the boosting objective's entry point
@@ -54,6 +58,7 @@ __all__ = [
     "interval_quantile",
     "harrell_davis_quantile",
     "kernel_weights",
+    "segment_quantile",
     "KERNELS",
     "QUANTILE_ESTIMATORS",
 ]
