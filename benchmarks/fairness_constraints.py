@@ -61,9 +61,7 @@ is a seconds-long smoke run (German credit only, 2 splits, few epochs; used by t
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -77,6 +75,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fairness_comparison import _logistic  # noqa: E402
+from benchmarks._output import mean_se, names, write_results  # noqa: E402
 from benchmarks.real_data_targets import paired  # noqa: E402
 from quantile_surrogate.objectives.thresholds import constraint_threshold, group_constraint_thresholds  # noqa: E402
 
@@ -203,25 +202,18 @@ def measures(predicted, y, groups, task) -> dict:
             "group_rates": ";".join(f"{g}={r:.4f}" for g, r in zip(labels, per_group))}
 
 
-def _names(text, known, option):
-    """The comma-separated names of ``text``, each in ``known``; ValueError otherwise."""
-    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
-    unknown = sorted(set(names) - set(known))
-    if unknown or not names:
-        raise ValueError(f"{option}: unknown {unknown or 'empty'}; choose from {', '.join(known)}.")
-    return list(dict.fromkeys(names))
 
 
 def pairs_of(text):
     """``"adult/sex,german"`` -> the (data/group) pairs; a data set name means all its groups."""
-    names = _names(text, PAIRS + tuple(SOURCES), "--data")
-    return list(dict.fromkeys(p for n in names for p in PAIRS if p == n or p.startswith(n + "/")))
+    given = names(text, PAIRS + tuple(SOURCES), "--data")
+    return list(dict.fromkeys(p for n in given for p in PAIRS if p == n or p.startswith(n + "/")))
 
 
 def run(pairs=PAIRS, tasks=tuple(TASKS), methods=METHODS, splits=20, quick=False, progress=False, data_dir=DATA_DIR):
     """One row per (data, group, task, method, split, side) with :func:`measures` and the fit time."""
-    pairs, tasks = pairs_of(pairs), _names(tasks, tuple(TASKS), "--tasks")
-    methods = _names(methods, METHODS, "--methods")
+    pairs, tasks = pairs_of(pairs), names(tasks, tuple(TASKS), "--tasks")
+    methods = names(methods, METHODS, "--methods")
     torch.set_num_threads(1)
     rows = []
     for pair in pairs:
@@ -249,10 +241,6 @@ def run(pairs=PAIRS, tasks=tuple(TASKS), methods=METHODS, splits=20, quick=False
 
 
 # -- summary ---------------------------------------------------------------------------------
-def _mean_se(values) -> str:
-    values = np.asarray(values, dtype=float)
-    se = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else float("nan")
-    return f"{values.mean():.3f} ± {se:.3f}"
 
 
 def targets(test: pd.DataFrame) -> list:
@@ -295,7 +283,7 @@ def summary(frame: pd.DataFrame) -> str:
         for method in [m for m in METHODS if m in set(test.method)]:
             te, tr = test[test.method == method], train[train.method == method]
             feasible = te.feasible.dropna()
-            cells = [method, _mean_se(te.precision), _mean_se(te.rate), _mean_se(te.gap), _mean_se(tr.gap),
+            cells = [method, mean_se(te.precision), mean_se(te.rate), mean_se(te.gap), mean_se(tr.gap),
                      f"{te.violation_ok.mean():.2f}", f"{te.fit_seconds.mean():.2f}",
                      f"{feasible.astype(bool).mean():.2f}" if len(feasible) else "-"]
             lines.append("| " + " | ".join(cells) + " |")
@@ -304,14 +292,6 @@ def summary(frame: pd.DataFrame) -> str:
             "share = splits whose test gap is within bound + 0.02.\n\n" + "\n\n".join(blocks) + "\n")
 
 
-def write(frame: pd.DataFrame, text: str, out) -> None:
-    """The CSV at ``out`` and the summary beside it (.md), each written to a temporary file and moved in place."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for path, content in ((out, frame.to_csv(index=False)), (out.with_suffix(".md"), text)):
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-            handle.write(content)
-        os.replace(handle.name, path)
 
 
 def main(argv=None):
@@ -329,7 +309,7 @@ def main(argv=None):
     splits = args.splits if args.splits is not None else (2 if args.quick else 20)
     try:
         pairs = pairs_of(args.data or ("german" if args.quick else ",".join(PAIRS)))
-        tasks, methods = _names(args.tasks, tuple(TASKS), "--tasks"), _names(args.methods, METHODS, "--methods")
+        tasks, methods = names(args.tasks, tuple(TASKS), "--tasks"), names(args.methods, METHODS, "--methods")
     except ValueError as error:
         parser.error(str(error))
     if splits < 1:
@@ -349,7 +329,7 @@ def main(argv=None):
                 data_dir=args.data_dir)
     text = summary(frame)
     if args.out is not None:
-        write(frame, text, args.out)
+        write_results(frame, text, args.out)
     print(text)
     return frame
 

@@ -1,0 +1,30 @@
+"""benchmarks/_output.py: the name lists of the command lines and the safe writing of results."""
+
+import pandas as pd
+import pytest
+
+from tests._benchmarks import load
+
+output = load("_output")
+
+
+def test_names_keep_order_drop_repeats_and_refuse_unknown_ones():
+    assert output.names("b, a,b", ("a", "b", "c"), "--m") == ["b", "a"]
+    with pytest.raises(ValueError, match=r"--m: unknown \['z'\]; choose from a, b"):
+        output.names("a,z", ("a", "b"), "--m")
+    with pytest.raises(ValueError, match="--m: unknown empty"):
+        output.names(" , ", ("a",), "--m")
+
+
+def test_write_results_leaves_no_file_when_the_move_fails(tmp_path, monkeypatch):
+    frame = pd.DataFrame({"x": [1, 2]})
+    output.write_results(frame, "# table", tmp_path / "r.csv")
+    assert (tmp_path / "r.csv").read_text() == "x\n1\n2\n" and (tmp_path / "r.md").read_text() == "# table"
+
+    def fail(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(output.os, "replace", fail)
+    with pytest.raises(KeyboardInterrupt):
+        output.write_results(frame, "# other", tmp_path / "s.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.md"]  # no s.csv, no temporary file
