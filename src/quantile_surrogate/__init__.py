@@ -16,7 +16,8 @@ false positive rate.
 The package, from the top down:
 
 - Estimators (scikit-learn): :class:`QuantileClassifier`, :class:`QuantileClassifierCV`,
-  :class:`QuantileBoostingClassifier`, and thresholds with a held-out guarantee,
+  :class:`QuantileBoostingClassifier`, the ranker :class:`QuantileRanker` (precision@k within
+  each query), and thresholds with a held-out guarantee,
   :func:`calibrate_threshold` / :class:`GuaranteedThresholdClassifier`
   (:mod:`quantile_surrogate.objectives.guarantees`).
 - Training a ``torch.nn.Module``: :func:`train`, :class:`SubsetBatchSampler`.
@@ -63,6 +64,7 @@ from .estimators import (
     QuantileBoostingClassifier,
     QuantileClassifier,
     QuantileClassifierCV,
+    QuantileRanker,
     calibrate_threshold,
     calibration,
 )
@@ -99,6 +101,7 @@ __all__ = [
     "QuantileClassifier",
     "QuantileClassifierCV",
     "QuantileBoostingClassifier",
+    "QuantileRanker",
     "train",
     "TrainResult",
     "TrainingDivergedError",

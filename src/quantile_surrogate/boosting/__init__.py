@@ -17,17 +17,24 @@ accepts as its custom objective. Neither library is imported here::
     clf = lgb.LGBMClassifier(objective=fn).fit(X, y)
     scores = clf.predict(X, raw_score=True)  # margins: a custom objective has no link
 
+Precision@K within each query (ranking) is ``lightgbm_objective("precision_at_k", k=5)``: each
+query's threshold is its own quantile, the queries read off the Dataset's ``group``
+(:func:`precision_at_k_gradient_hessian`, :mod:`quantile_surrogate.boosting.ranking`).
+
 The maths is :mod:`quantile_surrogate.boosting.gradient`; the adapters are
 :mod:`quantile_surrogate.boosting.adapters`. Every name is importable from here.
 """
 
-from .adapters import BoostingObjective, lightgbm_objective, xgboost_objective
+from .adapters import BoostingObjective, RankingObjective, lightgbm_objective, xgboost_objective
 from .gradient import GradientHessian, objective_gradient_hessian
+from .ranking import precision_at_k_gradient_hessian
 
 __all__ = [
     "BoostingObjective",
+    "RankingObjective",
     "GradientHessian",
     "lightgbm_objective",
     "xgboost_objective",
     "objective_gradient_hessian",
+    "precision_at_k_gradient_hessian",
 ]

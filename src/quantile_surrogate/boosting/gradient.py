@@ -224,16 +224,44 @@ def objective_gradient_hessian(scores, labels, *, objective="precision_at_recall
         mass = float(weight[penalized].sum())
         loss = loss_mean * (mass if mass > 0 else 1.0)
     row_threshold = threshold if codes is None else threshold[codes]
-    z = (F - row_threshold if spec.penalized[form] == "negatives" else row_threshold - F).detach()
+    curvature = row_curvature(F, row_threshold, penalized, spec.penalized[form] == "negatives", surrogate, weight)
+    return majorised_gradient_hessian(loss, F, threshold, codes, curvature, positive, logloss_weight=logloss_weight,
+                                      min_hessian=min_hessian, weight=weight)
+
+
+def row_curvature(F, row_threshold, penalized, negatives: bool, surrogate: str, weight=None) -> torch.Tensor:
+    """``d_i = l''(z_i)`` on the penalised rows (times ``v_i`` with weights), 0 elsewhere and where ``theta`` is NaN.
+
+    ``z_i = F_i - theta_{g(i)}`` when negatives are penalised, ``theta_{g(i)} - F_i`` when positives
+    are; ``row_threshold`` is each row's threshold (NaN for a group whose threshold is undefined).
+    """
+    z = (F - row_threshold if negatives else row_threshold - F).detach()
     curvature = torch.where(penalized & ~torch.isnan(z), SURROGATE_CURVATURES[surrogate](z), 0.0)
-    if weight is not None:
-        curvature = curvature * weight
+    return curvature if weight is None else curvature * weight
+
+
+def majorised_gradient_hessian(loss, F, threshold, codes, curvature, positive, *, logloss_weight=0.0,
+                               min_hessian=1e-6, weight=None) -> GradientHessian:
+    r"""The :class:`GradientHessian` of a summed loss ``loss(F)`` whose thresholds ``theta`` are quantiles of ``F``.
+
+    The one home of the diagonal majoriser of :func:`objective_gradient_hessian` (its Notes have
+    the proof), shared by every boosting objective whose loss is ``sum_{i in P} l(z_i)`` with one
+    threshold per group: ``grad`` is autograd's ``dL/dF``, and
+
+    .. math::
+        h_j = d_j 1[j \in P] + T_{g(j)} |w_j|, \qquad T_g = \sum_{i \in P \cap G_g} d_i,
+
+    with ``d`` = ``curvature`` (:func:`row_curvature`) and ``w_j = d theta_{g(j)} / dF_j``, read
+    off autograd as the gradient of ``sum_g T_g theta_g`` (NaN thresholds, groups that do not
+    count, are left out). Then the log-loss term ``mu`` and the floor ``min_hessian``.
+    ``codes`` None means one threshold (shape ()), else the group of each row (threshold (G,)).
+    """
+    grad, = torch.autograd.grad(loss, F, retain_graph=True)
     if codes is None:
         coupling = curvature.sum()
     else:
         n_groups = threshold.numel()
         coupling = torch.zeros(n_groups, dtype=F.dtype).index_add_(0, codes, curvature)
-    grad, = torch.autograd.grad(loss, F, retain_graph=True)
     # d/dF of sum_g T_g theta_g is T_{g(j)} w_j on row j: the threshold's curvature share (w >= 0 assumed;
     # abs() keeps the Hessian positive for a user estimator whose weights are not).
     subset_term, = torch.autograd.grad(torch.nansum(coupling * threshold), F, allow_unused=True)

@@ -5,6 +5,8 @@
 - :class:`QuantileClassifierCV`: the same with its regularisation chosen by cross-validation;
 - :class:`QuantileBoostingClassifier`: gradient-boosted trees (LightGBM or XGBoost) trained
   on the same losses (:mod:`quantile_surrogate.estimators.boosted`);
+- :class:`QuantileRanker`: a ranker (LightGBM, XGBoost or linear) trained for precision@k within
+  each query (:mod:`quantile_surrogate.estimators.ranker`);
 - :class:`GuaranteedThresholdClassifier` and :func:`calibrate_threshold`: a threshold set on
   held-out rows so that the constraint holds on new data with probability ``1 - delta``
   (:mod:`quantile_surrogate.estimators.calibration`).
@@ -19,6 +21,7 @@ from .calibration import GuaranteedThresholdClassifier, calibrate_threshold
 from .boosted import QuantileBoostingClassifier
 from .quantile_classifier import DEFAULT_TARGETS, QuantileClassifier
 from .cv import QuantileClassifierCV
+from .ranker import QuantileRanker
 
-__all__ = ["QuantileClassifier", "QuantileClassifierCV", "QuantileBoostingClassifier", "GuaranteedThresholdClassifier",
-           "calibrate_threshold"]
+__all__ = ["QuantileClassifier", "QuantileClassifierCV", "QuantileBoostingClassifier", "QuantileRanker",
+           "GuaranteedThresholdClassifier", "calibrate_threshold"]

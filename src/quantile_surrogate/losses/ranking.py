@@ -165,6 +165,16 @@ def check_ranking_settings(k, form, quantile, bandwidth, surrogate, reduction, r
     return check_bandwidth(bandwidth)
 
 
+def counting_queries(sizes, relevant, k: int):
+    """Which queries count for precision@k: ``n_q > k`` and ``0 < relevant rows < n_q`` (NumPy or torch arrays).
+
+    In the others precision@k does not depend on the scores (all rows are in the top k, or none or all
+    are relevant). The one home of the rule: the loss, the boosting objective and the held-out
+    selection of :class:`~quantile_surrogate.QuantileRanker` read it.
+    """
+    return (sizes > k) & (relevant > 0) & (relevant < sizes)
+
+
 def query_thresholds(scores, targets, query, k: int, quantile: str, bandwidth: float):
     """``(theta, live)``, both of shape (Q,): each query's threshold at level ``1 - k/n_q``, and whether it counts.
 
@@ -175,6 +185,6 @@ def query_thresholds(scores, targets, query, k: int, quantile: str, bandwidth: f
     sizes = torch.zeros(n_queries, dtype=torch.int64, device=query.device)
     sizes = sizes.index_add_(0, query, torch.ones_like(query))
     relevant = torch.zeros(n_queries, dtype=targets.dtype, device=targets.device).index_add_(0, query, targets)
-    live = (sizes > k) & (relevant > 0) & (relevant < sizes)
+    live = counting_queries(sizes, relevant, k)
     levels = torch.where(live, 1.0 - k / sizes.to(torch.float64).clamp(min=1.0), 0.5)
     return segment_estimates(scores, query, levels, quantile, bandwidth), live
