@@ -10,10 +10,12 @@ error, a warning) are here too, beside the parser's.
 from __future__ import annotations
 
 import argparse
+import math
 
 from .._utils.checks import check_target
 
-__all__ = ["OneLineParser", "int_at_least", "int_in_range", "seed", "nonzero_int", "open_unit_interval", "layer_sizes"]
+__all__ = ["OneLineParser", "int_at_least", "int_in_range", "seed", "nonzero_int", "open_unit_interval", "layer_sizes",
+           "finite_number"]
 
 # The command line's one-line reports: a bad option (exit status 2), an error (1), a warning.
 USAGE_ERROR_LINE = "{prog}: error: {message} (see `{prog} --help`)\n"
@@ -24,6 +26,7 @@ STDOUT_WRITE_MESSAGE = "standard output: cannot write ({reason})."
 INTEGER_AT_LEAST_MESSAGE = "must be an integer >= {minimum}; got {text!r} (e.g. {example})"
 PROCESSES_MESSAGE = "must be a number of processes >= 1, or -1 for all cores; got {text!r}"
 UNIT_INTERVAL_MESSAGE = "must be strictly between 0 and 1; got {text!r} (e.g. {example})"
+FINITE_NUMBER_MESSAGE = "must be a finite number; got {text!r} (e.g. {example})"
 LAYER_SIZES_MESSAGE = "must be positive integers separated by commas, e.g. 64,32; got {text!r}"
 INTEGER_RANGE_MESSAGE = "must be an integer from {minimum} to {maximum}; got {text!r} (e.g. {example})"
 SEED_MAX = 2**32 - 1
@@ -98,6 +101,20 @@ def open_unit_interval(example: str):
         except ValueError:  # not a number, or outside (0, 1): one message, naming the option's text
             raise argparse.ArgumentTypeError(UNIT_INTERVAL_MESSAGE.format(text=text, example=example)) from None
     parse.__name__ = "number in (0, 1)"
+    return parse
+
+
+def finite_number(example: str):
+    """``type=`` for any finite float (not NaN, not inf), e.g. a grade of ``--relevance-threshold``."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(FINITE_NUMBER_MESSAGE.format(text=text, example=example))
+        return value
+    parse.__name__ = "finite number"
     return parse
 
 

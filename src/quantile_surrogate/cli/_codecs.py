@@ -3,8 +3,9 @@
 Each class the command line fits has a codec: ``dump(estimator, payload, prefix) -> dict``
 writes the constructor parameters and the fitted attributes (names ending in ``_``) as plain
 JSON, a torch module's ``state_dict`` into ``payload.tensors`` and a boosted model's own text
-format into ``payload.blobs``; ``load(entry, payload)`` calls the class's constructor with the
-parameters and sets the attributes back. Only the classes in :data:`CODECS` can be rebuilt:
+format into ``payload.blobs`` (a linear ranker is its ``coef_`` and ``intercept_``, plain JSON);
+``load(entry, payload)`` calls the class's constructor with the parameters and sets the
+attributes back. Only the classes in :data:`CODECS` can be rebuilt:
 nothing in a file names code to run.
 """
 
@@ -31,6 +32,7 @@ UNKNOWN_KIND_MESSAGE = "unknown value kind {kind!r}"
 NO_TENSORS_MESSAGE = "no tensors for the model"
 UNKNOWN_BACKEND_MESSAGE = "unknown boosting backend {backend!r}"
 UNKNOWN_SCOPE_MESSAGE = "unknown constraint scope {scope!r}"
+UNKNOWN_STEP_MESSAGE = "unknown pipeline step {step!r}"
 
 
 @dataclasses.dataclass
@@ -161,13 +163,30 @@ def _load_quantile_classifier(entry: dict, payload: Payload):
     return clf
 
 
+def _booster_text(booster, backend: str) -> bytes:
+    """A booster in its library's own format: LightGBM's model text, XGBoost's JSON."""
+    return (booster.model_to_string() if backend == "lightgbm" else bytes(booster.save_raw("json")).decode()).encode()
+
+
+def _booster(text: bytes, backend: str):
+    """The inverse of :func:`_booster_text`, by the library's own parser."""
+    if backend == "lightgbm":
+        import lightgbm
+
+        return lightgbm.Booster(model_str=text.decode())
+    if backend == "xgboost":
+        import xgboost
+
+        booster = xgboost.Booster()
+        booster.load_model(bytearray(text))
+        return booster
+    raise ValueError(UNKNOWN_BACKEND_MESSAGE.format(backend=backend))
+
+
 def _dump_boosting(clf, payload: Payload, prefix: str) -> dict:
-    """The booster in its library's own format: LightGBM's model text, XGBoost's JSON."""
     if callable(clf.quantile):
         raise TypeError(CUSTOM_FUNCTION_MESSAGE.format(what=CUSTOM_QUANTILE))
-    booster = clf.booster_
-    text = booster.model_to_string() if clf.backend_ == "lightgbm" else bytes(booster.save_raw("json")).decode()
-    payload.blobs[prefix + "booster_"] = text.encode()
+    payload.blobs[prefix + "booster_"] = _booster_text(clf.booster_, clf.backend_)
     entry = _entry("QuantileBoostingClassifier", clf, _fitted(clf, skip=("booster_",)))
     return {**entry, "booster": prefix + "booster_"}
 
@@ -176,26 +195,37 @@ def _load_boosting(entry: dict, payload: Payload):
     from ..estimators.boosted import QuantileBoostingClassifier
 
     clf = _rebuild(QuantileBoostingClassifier, entry)
-    text = payload.blobs[entry["booster"]]
-    if clf.backend_ == "lightgbm":
-        import lightgbm
-
-        clf.booster_ = lightgbm.Booster(model_str=text.decode())
-    elif clf.backend_ == "xgboost":
-        import xgboost
-
-        clf.booster_ = xgboost.Booster()
-        clf.booster_.load_model(bytearray(text))
-    else:
-        raise ValueError(UNKNOWN_BACKEND_MESSAGE.format(backend=clf.backend_))
+    clf.booster_ = _booster(payload.blobs[entry["booster"]], clf.backend_)
     return clf
 
 
+def _dump_ranker(ranker, payload: Payload, prefix: str) -> dict:
+    """A booster as :func:`_dump_boosting` stores one; a linear model by its ``coef_`` and ``intercept_`` (JSON)."""
+    entry = _entry("QuantileRanker", ranker, _fitted(ranker, skip=("model_",)))
+    if ranker.model == "linear":
+        return entry
+    payload.blobs[prefix + "model_"] = _booster_text(ranker.model_, ranker.model)
+    return {**entry, "booster": prefix + "model_"}
+
+
+def _load_ranker(entry: dict, payload: Payload):
+    from ..estimators import QuantileRanker
+    from ..estimators._ranker_paths import LinearModel
+
+    ranker = _rebuild(QuantileRanker, entry)
+    if ranker.model == "linear":
+        ranker.model_ = LinearModel(np.asarray(ranker.coef_, dtype=np.float64), float(ranker.intercept_))
+    else:
+        ranker.model_ = _booster(payload.blobs[entry["booster"]], ranker.model)
+    return ranker
+
+
 def _dump_pipeline(pipeline, payload: Payload, prefix: str) -> dict:
-    encoder, classifier = pipeline.named_steps["preprocess"], pipeline.named_steps["classifier"]
+    encoder, (step, classifier) = pipeline.named_steps["preprocess"], pipeline.steps[-1]
     entry = {"class": "Pipeline", "numeric": list(encoder.numeric), "categorical": list(encoder.categorical),
              "categories": {c: [str(v) for v in encoder.categories_[c]] for c in encoder.categorical},
-             "classifier": dump(classifier, payload, prefix + "classifier.")}
+             "classifier": dump(classifier, payload, prefix + "classifier."),
+             **({} if step == "classifier" else {"step": step})}  # "ranker" (fit --query)
     if encoder.sparse_:  # a sparse output (text, or many one-hot columns): its own state, as JSON lists
         entry["text"] = list(encoder.text)
         entry["vocabularies"] = {c: encoder.vectorizers_[c].get_feature_names_out().tolist() for c in encoder.text}
@@ -222,7 +252,10 @@ def _load_pipeline(entry: dict, payload: Payload):
     if sparse and entry["numeric_mean"] is not None:
         encoder.numeric_mean_ = np.asarray(entry["numeric_mean"], dtype=np.float64)
         encoder.numeric_scale_ = np.asarray(entry["numeric_scale"], dtype=np.float64)
-    return Pipeline([("preprocess", encoder), ("classifier", load(entry["classifier"], payload))])
+    step = entry.get("step", "classifier")
+    if step not in ("classifier", "ranker"):
+        raise ValueError(UNKNOWN_STEP_MESSAGE.format(step=step))
+    return Pipeline([("preprocess", encoder), (step, load(entry["classifier"], payload))])
 
 
 def _dump_guarantee(wrapper, payload: Payload, prefix: str) -> dict:
@@ -245,6 +278,7 @@ CODECS = {
     "QuantileClassifier": (_dump_quantile_classifier, _load_quantile_classifier),
     "QuantileBoostingClassifier": (_dump_boosting, _load_boosting),
     "GuaranteedThresholdClassifier": (_dump_guarantee, _load_guarantee),
+    "QuantileRanker": (_dump_ranker, _load_ranker),
 }
 """The only classes a model file can hold: class name -> (dump, load)."""
 

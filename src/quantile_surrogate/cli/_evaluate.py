@@ -5,7 +5,9 @@
     quantile-surrogate evaluate model.qs test.csv      # test_report.md and test_pr_curve.png
 
 The file is read in chunks; the report is printed first, then the report and the plot are
-written together, all or nothing (:func:`quantile_surrogate._utils.files.atomic_writes`).
+written together, all or nothing (:func:`quantile_surrogate._utils.files.atomic_writes`). A
+ranker (``fit --query``) gets P@k, P@10 and NDCG@k over queries (:func:`._ranking.ranking_report`)
+and the report alone, no plot.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..objectives.bootstrap import bootstrap_metrics
 from ._args import BOOTSTRAP_MAX, STDOUT_WRITE_MESSAGE, WARNING_LINE, int_in_range, seed
 from ._constraints import by_role, constraint_lines, measure_constraints, saved_constraints
 from ._file_io import GROUPS_MISSING_MESSAGE, InputError, group_column, iter_table, read_header, show
+from ._ranking import ranking_report
 from ._report import group_lines, plot_writer, report_text
 from ._scoring import UnseenCategories, chunk_groups, chunk_scores, model_columns
 from .model_file import SavedModel, load_model
@@ -95,13 +98,11 @@ def _print(text: str) -> None:
         raise WriteError(STDOUT_WRITE_MESSAGE.format(reason=describe_errno(error))) from None
 
 
-def run_evaluate(args) -> int:
-    saved = load_model(args.model_file)
+def _classifier_report(saved: SavedModel, args, plot_path: Path):
+    """``(report text, plot writer)`` of a classifier."""
     positive, score, groups, by = _labelled_scores(saved, args.data)
     table, used = bootstrap_metrics(positive, score, saved.objective, saved.target, n_resamples=args.bootstrap,
                                     random_state=args.seed)
-    out_dir, stem = Path(args.out_dir), Path(args.data).stem
-    report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
     extra = [] if groups is None else group_lines(saved.groups, _group_rows(saved, positive, score, groups, args))
     if saved.constraints:
         extra += constraint_lines(saved.constraint_by, measure_constraints(
@@ -110,18 +111,31 @@ def run_evaluate(args) -> int:
                        int(positive.sum()), plot_path.name, extra=extra)
     plot = plot_writer(positive, score, table[0][1], table[1][1], saved.objective, saved.target,
                        f"{Path(args.data).name}: {saved.objective}")
+    return text, plot
+
+
+def run_evaluate(args) -> int:
+    saved = load_model(args.model_file)
+    out_dir, stem = Path(args.out_dir), Path(args.data).stem
+    report_path, plot_path = out_dir / f"{stem}_report.md", out_dir / f"{stem}_pr_curve.png"
+    if saved.is_ranker:
+        text, outputs = ranking_report(saved, args.model_file, args.data, args.bootstrap, args.seed), []
+    else:
+        text, plot = _classifier_report(saved, args, plot_path)
+        outputs = [(plot_path, plot)]
     _print(text)  # first: a full standard output then leaves no file behind
     with output_folder(out_dir):
-        atomic_writes([(plot_path, plot), (report_path, lambda p: p.write_text(text))],
-                      inputs=[args.model_file, args.data])
-    print(f"Wrote {report_path} and {plot_path}.", file=sys.stderr)
+        atomic_writes([*outputs, (report_path, lambda p: p.write_text(text))], inputs=[args.model_file, args.data])
+    print(f"Wrote {report_path}" + "".join(f" and {path}" for path, _ in outputs) + ".", file=sys.stderr)
     return 0
 
 
 def register(subparsers) -> None:
     """Add ``evaluate`` to the command line's sub-commands."""
     evaluate = subparsers.add_parser("evaluate", help="report precision, recall and rate with bootstrap intervals",
-                                     description="Write DATA_report.md and DATA_pr_curve.png for a labelled file.")
+                                     description="Write DATA_report.md and DATA_pr_curve.png for a labelled file "
+                                                 "(for a ranker, fit --query: DATA_report.md with P@k, P@10 and "
+                                                 "NDCG@k over queries, no plot).")
     evaluate.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
     evaluate.add_argument("data", type=Path, help="labelled test data (the label column the model was trained on)")
     evaluate.add_argument("--out-dir", type=Path, default=Path("."),

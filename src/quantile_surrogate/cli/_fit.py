@@ -4,7 +4,8 @@
 
     quantile-surrogate fit data.csv --label y --objective precision_at_recall --target 0.95 [--out model.qs]
 
-Numeric columns are used as they are (the classifier standardises internally) and text
+With ``--query COLUMN`` it trains a :class:`~quantile_surrogate.QuantileRanker` instead
+(:mod:`._rank_fit`). Numeric columns are used as they are (the classifier standardises internally) and text
 columns are one-hot encoded (:class:`._encoder.FrameEncoder`). The model file keeps that
 preprocessing, the label's two classes and the package version, as JSON and tensors behind a
 checksum; loading it runs no code from the file (:mod:`.model_file`). ``predict``
@@ -29,6 +30,7 @@ from ._args import (CALIBRATION_WITHOUT_DELTA_MESSAGE, DROP_NAMES_LABEL_MESSAGE,
                     int_at_least, layer_sizes, open_unit_interval, seed)
 from ._constraints import by_role, check_constraint_options, constraint_by, constraint_text, fit_report_lines
 from ._file_io import InputError, column_warnings, features, group_column, labels, read_table, schema_of, show
+from ._rank_fit import add_ranker_arguments, check_ranker_options, run_fit_ranker
 from .model_file import MODELS, SavedModel, save_model
 
 __all__ = ["register", "run_fit"]
@@ -45,14 +47,20 @@ WEIGHT_NAMED_TWICE_MESSAGE = ("{path}: column '{column}' is named by --weight an
                               "neither a label, a group nor a feature, so name it once, with --weight.")
 WEIGHT_MISSING_MESSAGE = "{path}: column '{column}' (the --weight) is missing; the columns are {columns}."
 WEIGHT_WITH_DELTA_MESSAGE = "--weight cannot be combined with --delta: the guarantee is about unweighted i.i.d. rows."
+DEFAULT_OBJECTIVE = "precision_at_recall"
+"""``--objective`` when not given (a ranker takes none)."""
 CALIBRATION_SIZE = 0.3
 """The fraction of rows ``--delta`` holds out when ``--calibration-size`` is not given."""
 FIT_FAILED_MESSAGE = "{path}: {reason}"
 """A library error while reading the weights or fitting (its first line), prefixed with the file."""
 
 
+def _objective(args) -> str:
+    return args.objective or DEFAULT_OBJECTIVE
+
+
 def _classifier(args):
-    settings = dict(objective=args.objective, target=args.target, random_state=args.seed, verbose=not args.quiet)
+    settings = dict(objective=_objective(args), target=args.target, random_state=args.seed, verbose=not args.quiet)
     if args.constraint:  # one group-blind threshold, or with --groups (the same column) one per group as well
         settings.update(constraints=[spec.constraint for spec in args.constraint],
                         group_thresholds=args.groups is not None)
@@ -83,7 +91,7 @@ def _build_model(schema: dict, args):
     model = Pipeline([("preprocess", encoder), ("classifier", _classifier(args))])
     if args.delta is not None:
         model = GuaranteedThresholdClassifier(
-            model, constraint=get_objective(args.objective).constraint, target=args.target, delta=args.delta,
+            model, constraint=get_objective(_objective(args)).constraint, target=args.target, delta=args.delta,
             calibration_size=_calibration_size(args), random_state=args.seed)
     return model
 
@@ -94,6 +102,9 @@ def _calibration_size(args) -> float:
 
 def check_fit_options(args) -> str | None:
     """The line for options that are each valid but not together (exit status 2, before any file is read), or None."""
+    ranker_problem = check_ranker_options(args)  # with --query: no classifier option; without: --target
+    if ranker_problem is not None:
+        return ranker_problem
     if args.calibration_size is not None and args.delta is None:
         return OPTION_CONFLICT_LINE.format(flag="--calibration-size", message=CALIBRATION_WITHOUT_DELTA_MESSAGE)
     if args.label in args.drop:
@@ -195,6 +206,8 @@ def _say_groups(say, args, groups) -> None:
 
 def run_fit(args) -> int:
     _check_fit_outputs(args)
+    if args.query is not None:
+        return run_fit_ranker(args)
     say = (lambda text: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     frame = read_table(args.data, skip=args.drop)
     y, classes = labels(frame, args.label, args.data, args.positive)
@@ -229,7 +242,7 @@ def run_fit(args) -> int:
         classifier = model.named_steps["classifier"]
         for line in fit_report_lines(classifier.constraint_report_, texts, classifier.constraint_groups_):
             say(line)
-    saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=args.objective,
+    saved = SavedModel(model=model, label=args.label, classes=classes, schema=schema, objective=_objective(args),
                        target=args.target, model_kind=args.model, trained_on=str(args.data), n_rows=int(len(X)),
                        delta=args.delta, calibration_size=_calibration_size(args) if args.delta is not None else None,
                        groups=args.groups, constraints=texts, constraint_by=constraint_by(args.constraint))
@@ -241,16 +254,20 @@ def run_fit(args) -> int:
 def register(subparsers) -> None:
     """Add ``fit`` to the command line's sub-commands."""
     fit = subparsers.add_parser("fit", help="train a model on a CSV or Parquet file",
-                                description="Train a QuantileClassifier on a CSV or Parquet file and save it.")
+                                description="Train a QuantileClassifier on a CSV or Parquet file and save it "
+                                            "(with --query: a QuantileRanker).")
     fit.add_argument("data", type=Path, help="training data, .csv or .parquet (any other suffix is read as CSV)")
-    fit.add_argument("--label", required=True, help="the column holding the binary label")
-    fit.add_argument("--objective", choices=sorted(OBJECTIVES), default="precision_at_recall",
-                     help="what to maximise under which constraint (default precision_at_recall)")
-    fit.add_argument("--target", type=open_unit_interval("0.95 for recall 95 %"), required=True,
-                     help="the constraint's target in (0, 1): the recall, predicted positive rate or FPR")
+    fit.add_argument("--label", required=True,
+                     help="the column holding the binary label (with --query: the relevance, 0/1 or a grade)")
+    fit.add_argument("--objective", choices=sorted(OBJECTIVES), default=None,
+                     help=f"what to maximise under which constraint (default {DEFAULT_OBJECTIVE})")
+    fit.add_argument("--target", type=open_unit_interval("0.95 for recall 95 %"), default=None,
+                     help="the constraint's target in (0, 1): the recall, predicted positive rate or FPR (required "
+                          "without --query)")
     fit.add_argument("--model", choices=tuple(MODELS), default="linear",
                      help="linear scores (the paper's), a multi-layer perceptron, or gradient-boosted trees "
-                          "(LightGBM or XGBoost, QuantileBoostingClassifier) (default linear)")
+                          "(LightGBM or XGBoost, QuantileBoostingClassifier) (default linear; with --query: linear, "
+                          "lightgbm or xgboost)")
     fit.add_argument("--hidden-layer-sizes", type=layer_sizes, default=None, metavar="N[,N...]",
                      help="layer widths for --model mlp (default 64)")
     fit.add_argument("--positive", default=None, help="the positive class (default: the larger of the two labels)")
@@ -285,6 +302,7 @@ def register(subparsers) -> None:
     fit.add_argument("--checkpoint", type=Path, default=None, metavar="PATH",
                      help="for --model linear or mlp: save the training state here after every epoch; rerunning "
                           "the same command resumes a killed fit from it")
+    add_ranker_arguments(fit)
     fit.add_argument("--out", type=Path, default=Path("model.qs"), help="model file to write (default model.qs)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar or messages (warnings are still shown)")
     fit.set_defaults(handler=run_fit, check_options=check_fit_options)

@@ -32,6 +32,8 @@ NOT_COUNT = "is not a number of rows >= 1"
 NOT_NONE = "is given without 'delta'"
 NOT_GROUPS = "does not agree with the model's groups"
 NOT_CONSTRAINTS = "does not hold constraint texts that agree with the classifier's constraints and their column"
+NOT_RANKER = "does not agree with the model: a ranker has a query column, no classes, objective or target"
+NOT_RANKER_SETTING = "does not agree with the ranker's own setting"
 
 
 def _text(value) -> bool:
@@ -92,17 +94,51 @@ def _constraints_agree(saved) -> bool:
         and getattr(classifier, "constraints", None) == [constraint for constraint, _ in parsed]
 
 
-def field_problem(saved, model_kinds) -> tuple[str, str] | None:
-    """``(field, what is wrong)`` for the first field of ``saved`` (a SavedModel) that fit cannot have written.
+def _is_ranker(saved) -> bool:
+    return type(saved._thresholded()).__name__ == "QuantileRanker"
 
-    ``model_kinds``: the values ``fit --model`` allows (``model_file.MODELS``).
-    """
-    checks = (
-        ("label", lambda: _text(saved.label), NOT_TEXT),
+
+def _ranker_checks(saved, rankers) -> tuple:
+    """A ranker (``fit --query``): its query column, k and threshold as its estimator's; no classifier fields."""
+    ranker = saved._thresholded()
+    return (
+        ("query", lambda: _text(saved.query) and _is_ranker(saved), NOT_RANKER),
+        ("classes", lambda: saved.classes is None, NOT_RANKER),
+        ("objective", lambda: saved.objective is None, NOT_RANKER),
+        ("target", lambda: saved.target is None, NOT_RANKER),
+        ("delta", lambda: saved.delta is None, NOT_RANKER),
+        ("model_kind", lambda: saved.model_kind in rankers and saved.model_kind == ranker.model, NOT_RANKER_SETTING),
+        ("k", lambda: isinstance(saved.k, Integral) and not isinstance(saved.k, bool) and saved.k >= 1
+         and saved.k == ranker.k, NOT_RANKER_SETTING),
+        ("relevance_threshold", lambda: saved.relevance_threshold == ranker.relevance_threshold and (
+            saved.relevance_threshold is None or (isinstance(saved.relevance_threshold, Real)
+                                                  and math.isfinite(saved.relevance_threshold))),
+         NOT_RANKER_SETTING),
+    )
+
+
+def _classifier_checks(saved) -> tuple:
+    """A classifier: two classes, an objective and its target; no ranker fields."""
+    return (
+        ("query", lambda: not _is_ranker(saved), NOT_RANKER),
+        ("k", lambda: saved.k is None, NOT_RANKER),
+        ("relevance_threshold", lambda: saved.relevance_threshold is None, NOT_RANKER),
         ("classes", lambda: isinstance(saved.classes, list) and len(saved.classes) == 2
          and all(_scalar(c) for c in saved.classes) and saved.classes[0] != saved.classes[1], NOT_CLASSES),
         ("objective", lambda: isinstance(saved.objective, str) and saved.objective in OBJECTIVES, NOT_OBJECTIVE),
         ("target", lambda: _unit(saved.target), NOT_UNIT_INTERVAL),
+    )
+
+
+def field_problem(saved, model_kinds, rankers=()) -> tuple[str, str] | None:
+    """``(field, what is wrong)`` for the first field of ``saved`` (a SavedModel) that fit cannot have written.
+
+    ``model_kinds``: the values ``fit --model`` allows (``model_file.MODELS``); ``rankers``: those
+    that ``fit --query`` trains as a ranker (``model_file.RANKERS``).
+    """
+    checks = (
+        ("label", lambda: _text(saved.label), NOT_TEXT),
+        *(_classifier_checks(saved) if saved.query is None else _ranker_checks(saved, rankers)),
         ("model_kind", lambda: isinstance(saved.model_kind, str) and saved.model_kind in model_kinds, NOT_MODEL_KIND),
         ("trained_on", lambda: _text(saved.trained_on), NOT_TEXT),
         ("n_rows", lambda: isinstance(saved.n_rows, Integral) and not isinstance(saved.n_rows, bool)

@@ -5,7 +5,9 @@
     quantile-surrogate predict model.qs data.csv > predictions.csv
 
 The file is read in chunks (:func:`._file_io.iter_table`), so memory does not grow with it;
-``--out`` writes all or nothing (:mod:`quantile_surrogate._utils.files`).
+``--out`` writes all or nothing (:mod:`quantile_surrogate._utils.files`). A ranker (``fit --query``)
+writes ``score`` and, if the file has the query column, ``rank`` within each query; its ranks
+need every row of a query, so it holds the whole file (:func:`._ranking.ranked_frame`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pandas as pd
 from .._utils.files import WriteError, atomic_write, check_stdout, describe_errno
 from ._args import OPTION_CONFLICT_LINE, STDOUT_WRITE_MESSAGE, WARNING_LINE
 from ._file_io import iter_table
+from ._ranking import ranked_frame
 from ._scoring import UnseenCategories, chunk_scores, model_columns
 from .model_file import SavedModel, load_model
 
@@ -65,7 +68,8 @@ def _write_csv_chunks(chunks, handle) -> None:
 def run_predict(args) -> int:
     saved = load_model(args.model_file)
     inputs = [args.model_file, args.data]
-    chunks = _prediction_chunks(saved, args.data, args.keep)
+    chunks = iter([ranked_frame(saved, args.data, args.keep)]) if saved.is_ranker else \
+        _prediction_chunks(saved, args.data, args.keep)
     if args.out is not None:
         def write(path: Path) -> None:
             with open(path, "w", newline="") as handle:
@@ -87,7 +91,10 @@ def register(subparsers) -> None:
     """Add ``predict`` to the command line's sub-commands."""
     predict = subparsers.add_parser("predict", help="write predictions for a CSV or Parquet file",
                                     description="Write one row per input row: prediction (a class) and score "
-                                                "(> 0 means the positive class). The file is read in chunks.")
+                                                "(> 0 means the positive class). The file is read in chunks. "
+                                                "For a ranker (fit --query): score (higher ranks first) and, if the "
+                                                "file has the query column, rank (1 to the query's rows, by "
+                                                "decreasing score; ties in file order); no prediction column.")
     predict.add_argument("model_file", type=Path, help="a model written by `quantile-surrogate fit`")
     predict.add_argument("data", type=Path, help="the rows to score, .csv or .parquet, with the training's columns")
     predict.add_argument("--out", type=Path, default=None,

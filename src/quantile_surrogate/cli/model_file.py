@@ -24,7 +24,8 @@ that cut the payload exactly where the sections meet (else "the header is damage
 classes of ``quantile_surrogate.cli._codecs.CODECS`` are rebuilt (a
 ``Pipeline`` of the command line's encoder and a :class:`~quantile_surrogate.QuantileClassifier`
 or :class:`~quantile_surrogate.QuantileBoostingClassifier`, optionally inside a
-:class:`~quantile_surrogate.GuaranteedThresholdClassifier`), by calling their constructors;
+:class:`~quantile_surrogate.GuaranteedThresholdClassifier`; or of the encoder and a
+:class:`~quantile_surrogate.QuantileRanker`, for ``fit --query``), by calling their constructors;
 nothing in the file names code to run. Files of the first format (a pickle behind the same
 first line) are refused with a message to refit, without being unpickled.
 """
@@ -81,6 +82,8 @@ NOT_REBUILT_FIELD_MESSAGE = ("{path}: the model file cannot be rebuilt (its fiel
 # `fit --model`: the estimator class behind each kind (SavedModel.model_kind).
 MODELS = {"linear": "QuantileClassifier", "mlp": "QuantileClassifier", "lightgbm": "QuantileBoostingClassifier",
           "xgboost": "QuantileBoostingClassifier"}
+#: The kinds of `fit --model` that ``fit --query`` trains as a :class:`~quantile_surrogate.QuantileRanker`.
+RANKERS = ("linear", "lightgbm", "xgboost")
 
 
 @dataclasses.dataclass
@@ -95,17 +98,17 @@ class SavedModel:
     model : estimator
         ``Pipeline([FrameEncoder, QuantileClassifier or QuantileBoostingClassifier])``, a
         ``GuaranteedThresholdClassifier`` around one, or one of those classifiers alone;
-        fitted.
+        or ``Pipeline([FrameEncoder, QuantileRanker])`` (``fit --query``); fitted.
     label : str
-        The label column's name.
-    classes : list
-        ``[negative, positive]``, as written in the label column.
+        The label column's name (for a ranker: the relevance, 0/1 or graded).
+    classes : list or None
+        ``[negative, positive]``, as written in the label column; None for a ranker.
     schema : dict
         ``{"numeric": [...], "categorical": [...]}``, the feature columns.
-    objective : str
-        The objective trained for (:data:`~quantile_surrogate.objectives.OBJECTIVES`).
-    target : float
-        Its target.
+    objective : str or None
+        The objective trained for (:data:`~quantile_surrogate.objectives.OBJECTIVES`); None for a ranker.
+    target : float or None
+        Its target; None for a ranker.
     model_kind : {"linear", "mlp", "lightgbm", "xgboost"}
         ``fit --model``.
     trained_on : str
@@ -125,6 +128,13 @@ class SavedModel:
         which ``evaluate`` measures again; None without constraints.
     constraint_by : str or None, default=None
         The column the constraints' ``by`` names (their groups; not a feature, not needed to predict).
+    query : str or None, default=None
+        ``fit --query``: the column of query ids of a ranker (not a feature); None for a classifier.
+    k : int or None, default=None
+        ``fit --k``: the ranker's k of precision@k; None for a classifier.
+    relevance_threshold : float or None, default=None
+        ``fit --relevance-threshold``: the rows with a label >= it are relevant; None for binary
+        relevance (and for a classifier).
 
     See Also
     --------
@@ -149,12 +159,12 @@ class SavedModel:
     model: object
     """``Pipeline([FrameEncoder, QuantileClassifier])``, or a ``GuaranteedThresholdClassifier`` around one."""
     label: str
-    classes: list
-    """``[negative, positive]``, as written in the label column."""
+    classes: list | None
+    """``[negative, positive]``, as written in the label column; None for a ranker."""
     schema: dict
     """``{"numeric": [...], "categorical": [...]}``, the feature columns."""
-    objective: str
-    target: float
+    objective: str | None
+    target: float | None
     model_kind: str
     trained_on: str
     n_rows: int
@@ -167,6 +177,17 @@ class SavedModel:
     """The ``fit --constraint`` texts, e.g. ``["recall gap <= 0.05 by sex"]``; None without constraints."""
     constraint_by: str | None = None
     """The column of the constraints' groups (their ``by``); None where no constraint is measured in groups."""
+    query: str | None = None
+    """A ranker's column of query ids (``fit --query``); None for a classifier."""
+    k: int | None = None
+    """A ranker's k of precision@k; None for a classifier."""
+    relevance_threshold: float | None = None
+    """A ranker's relevance threshold on a graded label; None for binary relevance or a classifier."""
+
+    @property
+    def is_ranker(self) -> bool:
+        """Whether the model is a ranker (``fit --query``): scores order the rows of a query, with no threshold."""
+        return self.query is not None
 
     @property
     def parsed_constraints(self) -> list:
@@ -176,8 +197,8 @@ class SavedModel:
         return [parse_constraint(text) for text in self.constraints or []]
 
     def _thresholded(self):
-        """The estimator that holds the thresholds (and ``groups_``): the pipeline's classifier, or the wrapper."""
-        return self.model.named_steps["classifier"] if hasattr(self.model, "named_steps") else self.model
+        """The estimator that holds the thresholds (and ``groups_``): the pipeline's last step, or the wrapper."""
+        return self.model[-1] if hasattr(self.model, "named_steps") else self.model
 
     @property
     def group_labels(self):
@@ -186,7 +207,9 @@ class SavedModel:
 
     def decision_function(self, X, *, sensitive_features=None) -> np.ndarray:
         """Scores of the feature frame ``X``; > 0 means ``classes[1]``. ``sensitive_features``: one group label per
-        row, if fitted with ``--groups``."""
+        row, if fitted with ``--groups``. A ranker's scores order the rows of a query (higher first)."""
+        if self.is_ranker:
+            return np.asarray(self.model.predict(X), dtype=np.float64)
         if sensitive_features is None:
             return np.asarray(self.model.decision_function(X), dtype=np.float64)
         if hasattr(self.model, "named_steps"):  # a Pipeline routes no `sensitive_features` without metadata routing
@@ -377,7 +400,7 @@ def _decode(path: Path, data: bytes) -> SavedModel:
         model = load(description["model"], Payload(tensors=tensors, blobs=blobs))
         fields = {f.name for f in dataclasses.fields(SavedModel)} - {"model"}
         saved = SavedModel(model=model, **{k: from_json(v) for k, v in description.items() if k in fields})
-        problem = field_problem(saved, MODELS)
+        problem = field_problem(saved, MODELS, RANKERS)
     except Exception as error:  # noqa: BLE001 - a file that passed the checksum but not the rebuild: our one message
         raise InputError(NOT_REBUILT_MESSAGE.format(path=path, error_type=type(error).__name__)) from None
     if problem is not None:  # every field is checked here, so that predict and evaluate can trust them
