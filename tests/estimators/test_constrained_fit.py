@@ -124,3 +124,12 @@ def test_without_constraints_nothing_changes():
         warnings.simplefilter("error")
         clf = QuantileClassifier(target=0.8, max_epochs=5, random_state=0).fit(X, y, sensitive_features=g)
     assert clf.constraint_report_ is None and clf.constraint_groups_ is None and clf.threshold_.shape == (2,)
+
+
+def test_quantile_classifier_cv_refuses_a_base_with_constraints():
+    from quantile_surrogate import QuantileClassifierCV
+
+    X, y, g = _data(200)
+    base = QuantileClassifier(constraints=[gap("recall", at_most=0.05)])
+    with pytest.raises(ValueError, match="does not train constraints yet"):
+        QuantileClassifierCV(estimator=base, boosting=None).fit(X, y)

@@ -41,6 +41,8 @@ __all__ = ["QuantileClassifierCV"]
 
 EMPTY_GRID_MESSAGE = "The grid for `{name}` is empty; give at least one value."
 GRID_VALUES_MESSAGE = "`{name}s` must hold finite numbers {bound}; got {values}."
+CONSTRAINTS_MESSAGE = ("QuantileClassifierCV does not train constraints yet: its folds would drop them. Fit "
+                       "QuantileClassifier(constraints=[...]) itself, which chooses its epoch on held-out rows.")
 CHECKPOINT_MESSAGE = ("`estimator` has a `checkpoint`; QuantileClassifierCV trains many models and cannot "
                       "resume one. Pass an estimator with checkpoint=None.")
 MODULE_FACTORY_MESSAGE = ("`estimator` has a `module_factory`, which overrides `hidden_layer_sizes`, so the "
@@ -249,6 +251,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
         base = QuantileClassifier() if self.estimator is None else clone(self.estimator)
         if base.checkpoint is not None:
             raise ValueError(CHECKPOINT_MESSAGE)
+        if base.constraints:
+            raise ValueError(CONSTRAINTS_MESSAGE)
         if base.module_factory is not None and len(self.hidden_layer_sizes_grid) > 1:
             raise ValueError(MODULE_FACTORY_MESSAGE)
         return base.set_params(objective=self.objective, target=self.target, random_state=seed)
