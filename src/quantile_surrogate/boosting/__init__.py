@@ -21,6 +21,10 @@ Precision@K within each query (ranking) is ``lightgbm_objective("precision_at_k"
 query's threshold is its own quantile, the queries read off the Dataset's ``group``
 (:func:`precision_at_k_gradient_hessian`, :mod:`quantile_surrogate.boosting.ranking`).
 
+On Dask, ``xgboost.dask.train(client, params, dtrain, obj=xgboost_objective(...))`` sets the
+threshold over every worker's rows, exactly, by a few allreduce calls per round
+(``boosting/_collective.py``, ``boosting/_distributed.py``; docs/distributed.md, "Trees on Dask").
+
 The maths is :mod:`quantile_surrogate.boosting.gradient`; the adapters are
 :mod:`quantile_surrogate.boosting.adapters`. Every name is importable from here.
 """

@@ -23,6 +23,8 @@ from .._utils.checks import check_bandwidth, check_number, check_option, check_t
 from ..losses import SURROGATES
 from ..objectives import get_objective
 from ..quantiles import resolve_quantile
+from ._collective import in_lightgbm_network, xgboost_communicator
+from ._distributed import distributed_gradient_hessian
 from .gradient import GradientHessian, objective_gradient_hessian
 from .ranking import RANKING_OBJECTIVES, check_ranking_settings, precision_at_k_gradient_hessian, query_codes
 
@@ -53,6 +55,13 @@ RANKING_WEIGHT_MESSAGE = (
 )
 #: ``ValueError`` of the factories for ``k`` and ``groups`` given to the wrong kind of objective.
 RANKING_ARGUMENTS_MESSAGE = "{argument} is for {which}; got objective={objective!r}{given}. {fix}"
+#: ``ValueError`` of a :class:`BoostingObjective` called by LightGBM training on several machines.
+LIGHTGBM_DISTRIBUTED_MESSAGE = (
+    "LightGBM is training on several machines (lightgbm.dask or `machines=`): a custom objective sees one "
+    "worker's rows, so the threshold would be that worker's quantile, not the data's. Train on Dask with "
+    "xgboost.dask.train(client, params, dtrain, obj=xgboost_objective(...)), which sets the global threshold "
+    "exactly (docs/distributed.md), or with LightGBM on one machine."
+)
 GROUP_CODES_MESSAGE = (
     "`groups` must be a 1-D array of integer codes 0..G-1, one per training row; encode labels with "
     "numpy.unique(..., return_inverse=True)."
@@ -77,6 +86,13 @@ class BoostingObjective:
     ``XGBClassifier``); returns ``(grad, hess)`` shaped like the predictions. The library's
     row weights, if any and not all 1, become frequency weights of the loss. Build it with
     the factories, which check the settings; a frozen dataclass, so it pickles with the model.
+
+    On several workers (``xgboost.dask.train``, where XGBoost's collective has more than one
+    worker) each worker's call computes the threshold over every worker's rows, exactly, and
+    returns its own rows' ``(grad, hess)``, row for row those of the concatenated data
+    (docs/distributed.md, "Trees on Dask"); ``groups``, row weights and estimators other than
+    ``"point"`` and the kernels raise ``ValueError`` there. Under LightGBM training on several
+    machines (``lightgbm.dask``) it raises ``ValueError`` (``LIGHTGBM_DISTRIBUTED_MESSAGE``).
 
     Parameters
     ----------
@@ -150,7 +166,16 @@ class BoostingObjective:
         if sample_weight is not None and np.all(np.asarray(sample_weight) == 1):
             sample_weight = None  # unit weights: the unweighted path, bit for bit
         preds = np.asarray(preds)
-        out = self.gradient_hessian(preds, labels, sample_weight)
+        if in_lightgbm_network():
+            raise ValueError(LIGHTGBM_DISTRIBUTED_MESSAGE)
+        comm = xgboost_communicator()
+        if comm is None:
+            out = self.gradient_hessian(preds, labels, sample_weight)
+        else:  # xgboost.dask: this worker's rows, the threshold over every worker's (docs/distributed.md)
+            out = distributed_gradient_hessian(
+                comm, preds, labels, objective=self.objective, target=self.target, form=self.form,
+                quantile=self.quantile, bandwidth=self.bandwidth, surrogate=self.surrogate, groups=self.groups,
+                logloss_weight=self.logloss_weight, min_hessian=self.min_hessian, sample_weight=sample_weight)
         return out.grad.reshape(preds.shape), out.hess.reshape(preds.shape)
 
 
@@ -405,6 +430,8 @@ def xgboost_objective(objective="precision_at_recall", target=0.9, *, k=None, fo
     The same maths as :func:`lightgbm_objective`. XGBoost passes margins to a custom
     objective; predict with ``output_margin=True``. Start from a log-loss model with
     ``base_margin=`` or ``xgb_model=``. Arguments are checked here, not mid-training.
+    Under ``xgboost.dask.train(client, params, dtrain, obj=fn)`` the threshold is computed over
+    every worker's rows, exactly (docs/distributed.md, "Trees on Dask (XGBoost)").
 
     Parameters
     ----------

@@ -269,11 +269,22 @@ def majorised_gradient_hessian(loss, F, threshold, codes, curvature, positive, *
     hess = curvature + subset_term
     total = float(loss.detach())
     if logloss_weight:
-        sign = positive.to(F.dtype) * 2 - 1
-        probability = torch.sigmoid(F.detach())
-        row = torch.ones_like(F.detach()) if weight is None else weight.to(F.dtype)
-        grad = grad + logloss_weight * row * (probability - positive.to(F.dtype))
-        hess = hess + logloss_weight * row * probability * (1 - probability)
-        total += logloss_weight * float((row * torch.nn.functional.softplus(-sign * F.detach())).sum())
+        grad_term, hess_term, value = logloss_terms(F, positive, logloss_weight, weight)
+        grad, hess, total = grad + grad_term, hess + hess_term, total + value
     hess = hess.clamp(min=min_hessian)
     return GradientHessian(total, grad.numpy(), hess.numpy(), threshold.detach().numpy())
+
+
+def logloss_terms(F, positive, logloss_weight: float, weight=None):
+    r"""``(grad, hess, loss)`` of the added log loss ``mu sum_i v_i log(1 + e^{-y±_i F_i})`` (``mu = logloss_weight``).
+
+    ``grad_i = mu v_i (p_i - y_i)``, ``hess_i = mu v_i p_i (1 - p_i)`` with ``p = sigmoid(F)`` and
+    ``v`` the row weights (1 without ``weight``); the one home of the log-loss term of every
+    boosting objective (single machine and distributed).
+    """
+    sign = positive.to(F.dtype) * 2 - 1
+    probability = torch.sigmoid(F.detach())
+    row = torch.ones_like(F.detach()) if weight is None else weight.to(F.dtype)
+    grad = logloss_weight * row * (probability - positive.to(F.dtype))
+    hess = logloss_weight * row * probability * (1 - probability)
+    return grad, hess, logloss_weight * float((row * torch.nn.functional.softplus(-sign * F.detach())).sum())

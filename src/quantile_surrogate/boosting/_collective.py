@@ -1,0 +1,206 @@
+r"""The reductions of the distributed boosting objective: exact global order statistics by allreduce.
+
+Under ``xgboost.dask.train`` every worker calls the custom objective on its own rows, in lockstep
+inside XGBoost's communicator (``xgboost.collective``: ``allreduce(data, op)``). This module is
+the only place that talks to it, through a two-method interface that a test fakes with threads:
+
+- :class:`Communicator`: ``rank``, ``world_size`` and ``allreduce(values, op)`` with ``op`` in
+  ``{"sum", "max"}`` (every worker gets the elementwise sum or maximum of every worker's array);
+- :func:`xgboost_communicator`: XGBoost's collective when it is initialised with more than one
+  worker, else None (XGBoost itself is never imported here: only looked up if already loaded);
+- :func:`select_ranks`: the values of given global ranks of a multiset split across workers,
+  exactly, by histogram refinement;
+- :func:`gather_window`: every worker's values in a value range ``[low, high]``, on every worker.
+
+**Exact selection.** A float64 ``s`` maps to a uint64 key ``u(s)`` that orders like ``s``
+(flip every bit of a negative, set the sign bit of a positive; ``-0.0`` becomes ``+0.0``). To find
+the value of rank ``k`` (1-based, ``s_(k)``, the k-th smallest) keep a key interval ``[L, H]`` and
+the count ``c`` of keys below ``L``, with ``c < k <= c + #{L <= u <= H}``; start from the global
+``[min u, max u]`` and ``c = 0``. Each round:
+
+1. split ``[L, H]`` into at most ``B`` bins: ``B/2`` edges evenly spaced in key (the range shrinks
+   at least ``B/2``-fold a round, so at most ``ceil(64 / log2(B/2))`` rounds, 8 for ``B = 1024``)
+   merged with ``B/2`` evenly spaced in value (data that are spread evenly in value split
+   ``B/2``-fold by count, so 2 or 3 rounds in practice);
+2. **SUM** of the bins' counts (int64, one per bin): the bin ``j`` holding rank ``k`` is known;
+3. **MAX** of ``(~min u, max u)`` over the keys in bin ``j`` (uint64, 2): the interval snaps to the
+   data, ``[L, H] <- [min, max]``, ``c <- c + (counts before j)``. If ``L = H`` the value is
+   isolated, ties included: ``s_(k) = u^{-1}(L)``, exactly.
+
+Every decision uses reduced (identical) numbers only, so every worker makes the same calls in the
+same order, an empty one included, as a collective requires.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Protocol
+
+import numpy as np
+
+__all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
+           "global_span", "select_ranks", "gather_window", "in_lightgbm_network", "SELECTION_BINS"]
+
+#: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
+SELECTION_BINS = 1024
+
+_SIGN = np.uint64(1 << 63)
+_TOP = (1 << 64) - 1
+
+
+class Communicator(Protocol):
+    """What the distributed objective needs of a collective: its place in it and an allreduce."""
+
+    rank: int
+    world_size: int
+
+    def allreduce(self, values: np.ndarray, op: str) -> np.ndarray:
+        """The elementwise ``op`` ("sum" or "max") of every worker's ``values`` (same shape and dtype)."""
+
+
+class XGBoostCommunicator:
+    """:class:`Communicator` over ``xgboost.collective`` (inside ``xgboost.dask.train`` or a ``CommunicatorContext``)."""
+
+    def __init__(self, collective):
+        self._collective = collective
+        self.rank = collective.get_rank()
+        self.world_size = collective.get_world_size()
+
+    def allreduce(self, values: np.ndarray, op: str) -> np.ndarray:
+        ops = {"sum": self._collective.Op.SUM, "max": self._collective.Op.MAX}
+        return self._collective.allreduce(np.ascontiguousarray(values), ops[op])
+
+
+def xgboost_communicator() -> XGBoostCommunicator | None:
+    """XGBoost's collective if it is initialised with more than one worker; None otherwise (or not loaded)."""
+    if "xgboost" not in sys.modules:
+        return None
+    from xgboost import collective  # already loaded: no import cost, no import of XGBoost by this package
+
+    if not collective.is_distributed() or collective.get_world_size() <= 1:
+        return None
+    return XGBoostCommunicator(collective)
+
+
+def in_lightgbm_network(depth: int = 12) -> bool:
+    """Whether the caller runs inside ``Booster.update`` of a LightGBM booster set up for several machines.
+
+    LightGBM calls a custom objective from ``Booster.update`` (directly, or through the
+    scikit-learn wrapper's ``_ObjectiveFunctionWrapper``); ``lightgbm.dask`` and ``machines=`` set
+    the booster's network (its private ``_network`` flag, set by ``Booster.set_network``). The
+    check walks at most ``depth`` frames up the stack and reads nothing unless LightGBM is loaded.
+    """
+    lightgbm = sys.modules.get("lightgbm")
+    booster_type = getattr(lightgbm, "Booster", None)
+    if booster_type is None:
+        return False
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "update":
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, booster_type):
+                return bool(getattr(owner, "_network", False))
+        frame = frame.f_back
+    return False
+
+
+def float_keys(values) -> np.ndarray:
+    """uint64 keys of finite float64 values, in the values' order (``-0.0`` and ``0.0`` share a key)."""
+    bits = (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
+    return np.where(bits >> np.uint64(63) == 1, ~bits, bits | _SIGN)
+
+
+def key_values(keys) -> np.ndarray:
+    """The float64 values of :func:`float_keys`' keys."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    bits = np.where(keys >> np.uint64(63) == 1, keys & ~_SIGN, ~keys)
+    return bits.view(np.float64)
+
+
+def global_span(comm: Communicator, keys: np.ndarray) -> tuple[int, int]:
+    """``(min, max)`` of every worker's keys: one MAX of ``(~min, max)`` (2 uint64; an empty worker sends 0, 0)."""
+    local = np.zeros(2, dtype=np.uint64)
+    if keys.size:
+        local[:] = (~keys[0], keys[-1])
+    low, high = comm.allreduce(local, "max")
+    return _TOP - int(low), int(high)
+
+
+def _edges(low: int, high: int, bins: int) -> list[int]:
+    """Ascending key edges ``low = e_0 < ... < e_m = high + 1`` (``m <= bins``): half even in key, half in value."""
+    half = max(bins // 2, 1)
+    width = high - low + 1
+    edges = {low + (width * i) // half for i in range(half + 1)}
+    low_value, high_value = key_values([low, high])
+    step = high_value / half - low_value / half  # no overflow for values of opposite signs near the extremes
+    inner = float_keys(low_value + step * np.arange(1, half)).tolist()
+    edges.update(edge for edge in inner if low < edge <= high)
+    return sorted(edges)
+
+
+def _bin_counts(keys: np.ndarray, edges: list[int]) -> np.ndarray:
+    """Local counts of keys in ``[e_i, e_{i+1})`` (the last edge is ``high + 1``, possibly ``2^64``)."""
+    below = np.searchsorted(keys, np.array(edges[:-1], dtype=np.uint64), side="left")
+    last = np.searchsorted(keys, np.uint64(edges[-1] - 1), side="right")
+    return np.diff(np.append(below, last)).astype(np.int64)
+
+
+def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, int],
+                 bins: int = SELECTION_BINS) -> list[int]:
+    """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
+
+    ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)``
+    (:func:`global_span`); each rank lies in ``1..N``. Per round one SUM (int64, at most
+    ``bins`` per unfinished rank) and one MAX (uint64, 2 per unfinished rank).
+    """
+    state = [[span[0], span[1], 0] for _ in ranks]  # [L, H, count below L] per rank
+    while True:
+        active = [i for i, (low, high, _) in enumerate(state) if low < high]
+        if not active:
+            return [low for low, _, _ in state]
+        edges = [_edges(state[i][0], state[i][1], bins) for i in active]
+        local = [_bin_counts(keys, e) for e in edges]
+        total = comm.allreduce(np.concatenate(local), "sum")
+        extremes = np.zeros(2 * len(active), dtype=np.uint64)
+        picked = []
+        for slot, (i, e) in enumerate(zip(active, edges)):
+            counts = total[:len(e) - 1]
+            total = total[len(e) - 1:]
+            through = state[i][2] + np.cumsum(counts)
+            j = int(np.searchsorted(through, ranks[i], side="left"))  # first bin reaching the rank
+            picked.append((i, int(through[j] - counts[j])))
+            start = int(np.searchsorted(keys, np.uint64(e[j]), side="left"))
+            stop = int(np.searchsorted(keys, np.uint64(e[j + 1] - 1), side="right"))
+            if stop > start:
+                extremes[2 * slot:2 * slot + 2] = (~keys[start], keys[stop - 1])
+        extremes = comm.allreduce(extremes, "max")
+        for slot, (i, below) in enumerate(picked):
+            state[i] = [_TOP - int(extremes[2 * slot]), int(extremes[2 * slot + 1]), below]
+
+
+def gather_window(comm: Communicator, values: np.ndarray, low: float, high: float,
+                  sizes: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """``(window, below)``: every worker's values in ``[low, high]``, ascending, and the global count below ``low``.
+
+    ``values`` are this worker's, ascending. One SUM of ``2 W`` int64 (each worker's count in the
+    range and below it; skipped when ``sizes``, every worker's count, is given for the whole
+    range), then one SUM of the window's length in float64: each worker writes its values at its
+    offset into zeros, so the sum is the concatenation, exactly (``x + 0 = x``).
+    """
+    start = int(np.searchsorted(values, low, side="left"))
+    stop = int(np.searchsorted(values, high, side="right"))
+    if sizes is None:
+        counts = np.zeros(2 * comm.world_size, dtype=np.int64)
+        counts[comm.rank], counts[comm.world_size + comm.rank] = stop - start, start
+        counts = comm.allreduce(counts, "sum")
+        sizes, below = counts[:comm.world_size], int(counts[comm.world_size:].sum())
+    else:
+        below = 0
+    offset = int(np.sum(sizes[:comm.rank]))
+    buffer = np.zeros(int(np.sum(sizes)), dtype=np.float64)
+    buffer[offset:offset + stop - start] = values[start:stop]
+    window = comm.allreduce(buffer, "sum")
+    window.sort()
+    return window, below

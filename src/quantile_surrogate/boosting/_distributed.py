@@ -1,0 +1,188 @@
+r"""The boosting objective on rows split across workers (``xgboost.dask``): the exact global threshold.
+
+Each worker holds some rows; the threshold must be the quantile of ``A``'s scores over *all*
+workers, ``theta = q(cat_r F_{A_r}, 1 - c)``, or each worker trains towards its own operating
+point. :func:`distributed_gradient_hessian` returns, row for row, what
+:func:`~quantile_surrogate.boosting.objective_gradient_hessian` returns on the concatenated rows:
+
+.. math::
+    g_j = \pm l'(z_j) 1[j \in P] + G\, w_j, \qquad
+    h_j = d_j 1[j \in P] + |T w_j|, \qquad
+    G = \frac{\partial L}{\partial \theta} = \sum_{r} \sum_{i \in P_r} \frac{\partial l(z_i)}{\partial \theta},
+    \quad T = \sum_r \sum_{i \in P_r} l''(z_i),
+
+with ``w_j = d theta / dF_j`` the estimator's weight on row ``j`` of ``A`` (on its own worker),
+plus the log-loss term, which is local. Only ``theta``, the local rows' weights ``w_j`` and the
+three sums ``G``, ``T``, ``L`` cross workers (:mod:`quantile_surrogate.boosting._collective`):
+
+- **point** (``theta = s_(k)``, ``k = max(1, floor(c N))``): the value of rank ``k`` by exact
+  selection; ``w`` is one-hot on the first row of ``A`` holding it, in worker order then row
+  order (the row the single-machine estimate picks from the concatenated rows);
+- **kernel** (eq. (13), Gaussian or Epanechnikov): the weights are negligible outside the ranks
+  ``|r/N - c| <= U h`` (``U h`` of :func:`~quantile_surrogate.quantiles._kernel_window.window_half_width`,
+  8.9 h for the Gaussian at h = 0.05, h for the Epanechnikov), so the values of the two edge ranks
+  are selected exactly, the values between them gathered on every worker, and each worker
+  computes the tied ranks ``i* = below + #{window <= s}``, the weights and ``theta`` from the
+  same numbers (so the same ``theta`` everywhere); its own rows' weights are those of their ranks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..objectives import get_objective
+from ..quantiles._kernel_window import sorted_tied_ranks, window_half_width
+from ..quantiles._rank_selection import floor_rank, normalised_weights
+from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
+from ..losses import SURROGATES
+from ._collective import Communicator, float_keys, gather_window, global_span, key_values, select_ranks
+from .gradient import (EMPTY_SUBSET_MESSAGE, GradientHessian, _check_scores_labels, logloss_terms,
+                       row_curvature)
+
+__all__ = ["DISTRIBUTED_ESTIMATORS", "check_distributed_settings", "distributed_gradient_hessian"]
+
+#: The ``quantile=`` names the distributed objective computes exactly.
+DISTRIBUTED_ESTIMATORS = ("point", *KERNEL_OF_ESTIMATOR)
+
+DISTRIBUTED_QUANTILE_MESSAGE = (
+    "On several XGBoost workers (xgboost.dask) the objective computes the global threshold exactly for "
+    "quantile in {names}; got {value!r}."
+)
+DISTRIBUTED_GROUPS_MESSAGE = (
+    "`groups` (one threshold per group) is not supported on several XGBoost workers (xgboost.dask): a group "
+    "code per training row cannot follow Dask's partitions. Train on one machine with xgb.train, or drop `groups`."
+)
+DISTRIBUTED_WEIGHTS_MESSAGE = (
+    "Row weights are not supported on several XGBoost workers (xgboost.dask); this worker's DMatrix has weights "
+    "that are not all 1. Drop `weight=` / `sample_weight=`, or train on one machine with xgb.train."
+)
+PEER_FAILED_MESSAGE = "Another XGBoost worker failed in the custom objective (see its error); this worker stops too."
+
+
+def check_distributed_settings(quantile, groups) -> None:
+    """``ValueError`` for settings the distributed objective cannot honour (the same on every worker)."""
+    if not isinstance(quantile, str) or quantile not in DISTRIBUTED_ESTIMATORS:
+        raise ValueError(DISTRIBUTED_QUANTILE_MESSAGE.format(names=list(DISTRIBUTED_ESTIMATORS), value=quantile))
+    if groups is not None:
+        raise ValueError(DISTRIBUTED_GROUPS_MESSAGE)
+
+
+def _local_rows(scores, labels, sample_weight):
+    """``(scores, labels, error)``: checked local rows, or empty ones and the exception to share."""
+    try:
+        scores, labels = _check_scores_labels(scores, labels)
+        if sample_weight is not None and np.size(sample_weight) and not np.all(np.asarray(sample_weight) == 1):
+            raise ValueError(DISTRIBUTED_WEIGHTS_MESSAGE)
+        return scores, labels, None
+    except (ValueError, TypeError, FloatingPointError) as error:  # TrainingDivergedError is a FloatingPointError
+        return np.zeros(0), np.zeros(0, dtype=np.int64), error
+
+
+def _subset_sizes(comm: Communicator, n_local: int, error) -> np.ndarray:
+    """Every worker's count of rows of ``A``: one SUM of ``W + 1`` int64 (the first, a failure flag)."""
+    counts = np.zeros(comm.world_size + 1, dtype=np.int64)
+    counts[0], counts[comm.rank + 1] = error is not None, n_local
+    counts = comm.allreduce(counts, "sum")
+    if counts[0]:
+        raise error if error is not None else RuntimeError(PEER_FAILED_MESSAGE)
+    return counts[1:]
+
+
+def _kernel_threshold(comm, values, sizes, level, bandwidth, kernel):
+    """``(theta, window, weights)`` of the kernel estimate over every worker, or None for an empty compact window."""
+    n = int(sizes.sum())
+    half = window_half_width(kernel, bandwidth, torch.float64)
+    k = floor_rank(n, level)
+    lo, hi = min(int(np.floor(n * (level - half))), k), max(int(np.ceil(n * (level + half))), k)
+    edge_ranks = [r for r in (lo, hi) if 1 <= r <= n]
+    if edge_ranks:
+        keys = float_keys(values)
+        found = dict(zip(edge_ranks, key_values(select_ranks(comm, keys, edge_ranks, global_span(comm, keys)))))
+        low, high = found.get(lo, -np.inf), found.get(hi, np.inf)
+        window, below = gather_window(comm, values, low, high)
+    else:
+        window, below = gather_window(comm, values, -np.inf, np.inf, sizes)
+    ranks = torch.from_numpy((below + sorted_tied_ranks(window)).astype(np.float64))
+    if bool(torch.isneginf(KERNELS[kernel]((ranks / n - level) / bandwidth)).all()):
+        return None  # a compact kernel with no rank inside: the point estimate (kernel_weights' rule)
+    weights = normalised_weights(ranks, n, (level,), bandwidth, kernel, (k - 1 - below,))[0]
+    theta = float(torch.dot(weights, torch.from_numpy(window)))
+    return theta, window, weights.numpy()
+
+
+def _row_weights(values, window, weights):
+    """Each row's kernel weight: the weight of its value's tied rank in ``window`` (0 outside the window)."""
+    at = np.searchsorted(window, values, side="right") - 1
+    inside = (at >= 0) & (window[np.clip(at, 0, None)] == values)
+    return np.where(inside, weights[np.clip(at, 0, None)], 0.0)
+
+
+def _threshold(comm, values, sizes, level, quantile, bandwidth):
+    """``(theta, row_weights or None)``: None means one-hot on the first row holding ``theta`` (the point rule)."""
+    if quantile != "point":
+        kernel = _kernel_threshold(comm, values, sizes, level, bandwidth, KERNEL_OF_ESTIMATOR[quantile])
+        if kernel is not None:
+            return kernel[0], kernel[1:]
+    keys = float_keys(values)  # ascending, as the values are
+    k = floor_rank(int(sizes.sum()), level)
+    return float(key_values(select_ranks(comm, keys, [k], global_span(comm, keys)))[0]), None
+
+
+def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objective="precision_at_recall",
+                                 target=None, form="fp", quantile="kernel", bandwidth=0.05, surrogate="logistic",
+                                 groups=None, logloss_weight=0.0, min_hessian=1e-6,
+                                 sample_weight=None) -> GradientHessian:
+    """:func:`~quantile_surrogate.boosting.objective_gradient_hessian` of this worker's rows, the threshold global.
+
+    The arguments are those of ``objective_gradient_hessian`` plus ``comm``; ``groups`` and
+    weights that are not all 1 raise ``ValueError``, and so does a ``quantile`` outside
+    :data:`DISTRIBUTED_ESTIMATORS`. A local failure (bad labels, non-finite scores) is shared
+    with every worker before anyone raises, so no worker waits forever. ``loss`` is the global one.
+    """
+    check_distributed_settings(quantile, groups)
+    spec = get_objective(objective)
+    target = spec.default_target if target is None else target
+    scores, labels, error = _local_rows(scores, labels, sample_weight)
+    positive = labels == 1
+    in_subset = spec.subset_mask(positive)
+    sizes = _subset_sizes(comm, int(in_subset.sum()), error)
+    if not sizes.any():
+        raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name))
+    values = np.sort(scores[in_subset])
+    theta, kernel = _threshold(comm, values, sizes, 1.0 - float(target), quantile, bandwidth)
+    weight = np.zeros(scores.size)
+    holders = np.zeros(comm.world_size)
+    if kernel is None:
+        holders[comm.rank] = bool((scores[in_subset] == theta).any())
+    else:
+        weight[in_subset] = _row_weights(scores[in_subset], *kernel)
+    return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, weight, holders,
+                             in_subset, surrogate, logloss_weight, min_hessian)
+
+
+def _gradient_hessian(comm, scores, positive, negatives, theta, weight, holders, in_subset, surrogate,
+                      logloss_weight, min_hessian):
+    """The rows' gradient and Hessian, after one SUM of ``3 + W`` float64: ``G``, ``T``, the loss, the holders."""
+    F = torch.as_tensor(scores).clone().requires_grad_(True)
+    threshold = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+    positive = torch.from_numpy(positive)
+    penalized = ~positive if negatives else positive
+    per_row = SURROGATES[surrogate](F + threshold.neg() if negatives else threshold - F)
+    loss = torch.dot(per_row, penalized.to(torch.float64))
+    own, slope = torch.autograd.grad(loss, (F, threshold))
+    curvature = row_curvature(F, threshold.detach(), penalized, negatives, surrogate)
+    log_terms = logloss_terms(F, positive, logloss_weight) if logloss_weight else (0.0, 0.0, 0.0)
+    local = np.concatenate([[float(slope), float(curvature.sum()), float(loss.detach()) + log_terms[2]], holders])
+    total = comm.allreduce(local, "sum")
+    if total[3:].any():  # the point rule: one-hot on the first row of A holding theta, on the first worker holding it
+        first = int(np.flatnonzero(total[3:])[0])
+        if first == comm.rank:
+            weight[np.flatnonzero(in_subset & (scores == theta))[0]] = 1.0
+    weight = torch.from_numpy(weight)
+    grad = own + total[0] * weight
+    hess = curvature + (total[1] * weight).abs()
+    if logloss_weight:
+        grad, hess = grad + log_terms[0], hess + log_terms[1]
+    hess = hess.clamp(min=min_hessian)
+    return GradientHessian(float(total[2]), grad.numpy(), hess.numpy(), np.asarray(theta))

@@ -1,0 +1,225 @@
+"""The boosting objective on rows split across workers (boosting._distributed, boosting._collective).
+
+Three simulated workers in threads (tests/boosting/_fake_collective.py) stand in for
+``xgboost.dask``: the global threshold must equal the single-machine one on the concatenated rows
+(bit for bit for the point estimator, to 1e-12 for the kernels) and so must every row's gradient
+and Hessian, whatever the split: an empty worker, ``A`` on one worker only, ties at the threshold.
+The real ``xgboost.dask`` run is tests/boosting/test_dask.py.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from quantile_surrogate._utils.errors import TrainingDivergedError
+from quantile_surrogate.boosting import adapters, objective_gradient_hessian, xgboost_objective
+from quantile_surrogate.boosting._collective import (float_keys, global_span, in_lightgbm_network, key_values,
+                                                     select_ranks, xgboost_communicator)
+from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
+                                                      DISTRIBUTED_WEIGHTS_MESSAGE, PEER_FAILED_MESSAGE,
+                                                      distributed_gradient_hessian)
+from quantile_surrogate.boosting.gradient import EMPTY_SUBSET_MESSAGE
+from tests._messages import prefix
+
+from ._fake_collective import run_workers
+
+try:
+    import lightgbm as lgb
+    import xgboost as xgb
+except ImportError:  # pragma: no cover - CI installs the `boost` extra
+    lgb = xgb = None
+needs_backends = pytest.mark.skipif(lgb is None, reason="needs the `boost` extra (lightgbm, xgboost-cpu)")
+
+OBJECTIVES = [("precision_at_recall", 0.9, "fp"), ("precision_at_rate", 0.1, "fp"),
+              ("precision_at_rate", 0.2, "tp"), ("recall_at_fpr", 0.05, "fp")]
+ESTIMATORS = ["point", "kernel", "epanechnikov"]
+
+
+def _layout(name, n, seed=0):
+    """``(scores, labels, cuts)``: the concatenated rows and where the 3 workers' parts end."""
+    rng = np.random.default_rng(seed)
+    scores, labels = rng.normal(size=n), (rng.random(n) < 0.3).astype(int)
+    cuts = [0, n // 3, 2 * n // 3, n]
+    if name == "empty_worker":  # the middle worker has no row at all
+        cuts = [0, n // 2, n // 2, n]
+    elif name == "subset_on_one_worker":  # positives and negatives sorted apart: A sits on one worker
+        order = np.argsort(labels, kind="stable")
+        scores, labels = scores[order], labels[order]
+        cuts = [0, int((labels == 0).sum()), int((labels == 0).sum()), n]
+    elif name == "ties":  # scores on a coarse grid: many rows tie with the threshold, across workers
+        scores = np.round(scores, 1)
+    return scores, labels, cuts
+
+
+def _split(scores, labels, cuts):
+    return [(scores[a:b], labels[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _distributed(scores, labels, cuts, **settings):
+    def worker(comm, part):
+        return distributed_gradient_hessian(comm, *part, **settings)
+    return run_workers(worker, _split(scores, labels, cuts))
+
+
+def _assert_rows_equal(results, reference, exact_threshold):
+    for result in results:  # every worker has the same threshold and the same global loss
+        if exact_threshold:
+            assert float(result.threshold) == float(reference.threshold)
+        else:
+            np.testing.assert_allclose(result.threshold, reference.threshold, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(result.loss, reference.loss, rtol=1e-12)
+    grad = np.concatenate([r.grad for r in results])
+    hess = np.concatenate([r.hess for r in results])
+    scale = max(1.0, np.abs(reference.grad).max())
+    np.testing.assert_allclose(grad, reference.grad, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(hess, reference.hess, rtol=1e-12, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("layout", ["even", "empty_worker", "subset_on_one_worker", "ties"])
+@pytest.mark.parametrize("objective,target,form", OBJECTIVES)
+@pytest.mark.parametrize("quantile", ESTIMATORS)
+def test_threshold_grad_and_hess_equal_the_single_machine_ones(layout, objective, target, form, quantile):
+    scores, labels, cuts = _layout(layout, 300)
+    settings = dict(objective=objective, target=target, form=form, quantile=quantile, bandwidth=0.05)
+    results, group = _distributed(scores, labels, cuts, **settings)
+    _assert_rows_equal(results, objective_gradient_hessian(scores, labels, **settings), quantile == "point")
+    assert group.logs[0] == group.logs[1] == group.logs[2]  # the same calls, in the same order, everywhere
+
+
+@pytest.mark.parametrize("quantile", ESTIMATORS)
+def test_large_data_with_the_log_loss_and_the_hinge(quantile):
+    # >= 1024 rows of A: the single machine takes the kernel's window path; the log-loss term is local.
+    scores, labels, cuts = _layout("even", 6000, seed=1)
+    settings = dict(objective="precision_at_rate", target=0.05, quantile=quantile, surrogate="hinge",
+                    logloss_weight=0.3, bandwidth=0.02)
+    results, _ = _distributed(scores, labels, cuts, **settings)
+    _assert_rows_equal(results, objective_gradient_hessian(scores, labels, **settings), quantile == "point")
+
+
+def test_all_tied_scores_put_the_point_gradient_on_the_first_row():
+    # The first boosting round: every score is the base score. The single machine's point estimate
+    # sends its gradient to the first row of A; so must the workers, in worker then row order.
+    scores, labels = np.zeros(30), np.tile([0, 1, 1], 10)
+    settings = dict(objective="precision_at_recall", target=0.9, quantile="point")
+    results, _ = _distributed(scores, labels, [0, 0, 12, 30], **settings)
+    _assert_rows_equal(results, objective_gradient_hessian(scores, labels, **settings), True)
+
+
+def test_reductions_per_round():
+    # Point: 2 (counts, span) + 2 per selection round + 1 (the sums); kernel: 2 more to gather the window.
+    scores, labels, cuts = _layout("even", 3000)
+    _, group = _distributed(scores, labels, cuts, quantile="point")
+    ops = [op for op, _, _ in group.logs[0]]
+    assert ops[:2] == ["sum", "max"] and ops[-1] == "sum" and len(ops) % 2 == 1 and len(ops) <= 2 + 2 * 8 + 1
+    assert group.logs[0][0][2] == 4 and group.logs[0][-1][2] == 3 + 3  # W + 1 counts; G, T, loss + W holders
+    _, group = _distributed(scores, labels, cuts, quantile="kernel", bandwidth=0.01)
+    sizes = [size for _, _, size in group.logs[0]]
+    assert sizes[-3] == 6 and 0 < sizes[-2] < 3000  # the window's counts (2W) and values: not every row
+
+
+# -- exact selection ------------------------------------------------------------------------------------------
+def test_keys_order_like_the_values():
+    values = np.array([-np.inf, -1e300, -1.0, -5e-324, -0.0, 0.0, 5e-324, 1e-300, 1.0, 1e300, np.inf])
+    keys = float_keys(values)
+    assert (np.diff(keys.astype(object)) >= 0).all() and keys[4] == keys[5]
+    np.testing.assert_array_equal(key_values(keys), values + 0.0)
+
+
+def test_select_ranks_is_exact_on_extreme_and_tied_values():
+    rng = np.random.default_rng(3)
+    pool = np.array([-1e300, -3.0, -1e-300, 0.0, 5e-324, 1e-12, 1.0, 1.0 + 2 ** -52, 7.0, 1e300])
+    values = np.concatenate([rng.choice(pool, 200), rng.normal(size=100)])
+    parts = [np.sort(values[:150]), np.zeros(0), np.sort(values[150:])]
+    ranks = [1, 2, 57, 150, 151, 299, 300]
+
+    def worker(comm, part):
+        keys = float_keys(part)
+        return key_values(select_ranks(comm, keys, ranks, global_span(comm, keys), bins=64))
+
+    results, group = run_workers(worker, parts)
+    expected = np.sort(values)[np.array(ranks) - 1]
+    for result in results:
+        np.testing.assert_array_equal(result, expected)
+    assert len(group.logs[0]) <= 1 + 2 * 11  # the span, then at most ceil(64 / log2(32)) rounds of 2
+
+
+# -- refusals, and failures shared by every worker --------------------------------------------------------------
+def test_settings_without_an_exact_distributed_threshold_are_refused():
+    scores, labels, cuts = _layout("even", 30)
+    with pytest.raises(ValueError, match=prefix(DISTRIBUTED_GROUPS_MESSAGE)):
+        _distributed(scores, labels, cuts, groups=np.zeros(10, dtype=int))
+    with pytest.raises(ValueError, match=prefix(DISTRIBUTED_QUANTILE_MESSAGE)):
+        _distributed(scores, labels, cuts, quantile="harrell_davis")
+
+
+def _worker_errors(parts, **settings):
+    _, errors, _ = run_workers(lambda comm, part: distributed_gradient_hessian(comm, *part, **settings), parts,
+                               collect=True)
+    return errors
+
+
+def test_a_failure_on_one_worker_stops_every_worker():
+    scores, labels, cuts = _layout("even", 30)
+    parts = _split(scores, labels, cuts)
+    weighted = [(*part, np.full(len(part[0]), 2.0 if rank == 1 else 1.0)) for rank, part in enumerate(parts)]
+    errors = _worker_errors([(s, y) for s, y, _ in weighted], sample_weight=None)
+    assert errors == [None, None, None]
+    errors = run_workers(lambda comm, part: distributed_gradient_hessian(comm, part[0], part[1], sample_weight=part[2]),
+                         weighted, collect=True)[1]
+    assert isinstance(errors[1], ValueError) and str(errors[1]) == DISTRIBUTED_WEIGHTS_MESSAGE
+    assert [str(errors[r]) for r in (0, 2)] == [PEER_FAILED_MESSAGE] * 2
+    parts[2] = (np.append(parts[2][0][:-1], np.nan), parts[2][1])
+    errors = _worker_errors(parts)
+    assert isinstance(errors[2], TrainingDivergedError) and isinstance(errors[0], RuntimeError)
+
+
+def test_no_row_of_the_subset_anywhere_raises_on_every_worker():
+    parts = [(np.arange(4.0), np.zeros(4, dtype=int)), (np.zeros(0), np.zeros(0, dtype=int))]
+    errors = _worker_errors(parts, objective="precision_at_recall")
+    message = EMPTY_SUBSET_MESSAGE.format(subset="positives", objective="precision_at_recall")
+    assert [str(e) for e in errors] == [message, message]
+
+
+# -- the adapters' dispatch -------------------------------------------------------------------------------------
+@needs_backends
+def test_the_xgboost_objective_dispatches_to_the_workers_communicator(monkeypatch):
+    scores, labels, cuts = _layout("ties", 90)
+    fn = xgboost_objective("precision_at_rate", 0.2, quantile="kernel")
+    current = threading.local()
+    monkeypatch.setattr(adapters, "xgboost_communicator", lambda: getattr(current, "comm", None))
+
+    def worker(comm, part):
+        current.comm = comm
+        return fn(part[0].astype(np.float32), xgb.DMatrix(np.zeros((part[0].size, 1)), label=part[1]))
+
+    results, _ = run_workers(worker, _split(scores, labels, cuts))
+    reference = fn(scores.astype(np.float32), xgb.DMatrix(np.zeros((scores.size, 1)), label=labels))
+    for got, expected in zip((np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])),
+                             reference):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@needs_backends
+def test_outside_a_collective_there_is_no_communicator():
+    assert xgboost_communicator() is None
+    assert not in_lightgbm_network()
+
+
+@needs_backends
+def test_lightgbm_on_several_machines_is_refused():
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    fn = adapters.lightgbm_objective(target=0.8)
+    booster = lgb.Booster({"objective": "none", "verbose": -1}, lgb.Dataset(X, y))
+    booster.update(fobj=fn)  # on one machine: trains (lgb.train makes this call)
+    booster._network = True  # what Booster.set_network records (lightgbm.dask, `machines=`)
+    try:
+        with pytest.raises(ValueError, match=prefix(adapters.LIGHTGBM_DISTRIBUTED_MESSAGE)):
+            booster.update(fobj=fn)
+        with pytest.raises(ValueError, match=prefix(adapters.LIGHTGBM_DISTRIBUTED_MESSAGE)):
+            booster.update(fobj=lambda preds, data: fn(data.get_label(), preds))  # the scikit-learn wrappers' call
+    finally:
+        booster._network = False  # no network to free
