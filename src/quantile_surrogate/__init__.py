@@ -16,8 +16,8 @@ false positive rate.
 The package, from the top down:
 
 - Estimators (scikit-learn): :class:`QuantileClassifier`, :class:`QuantileClassifierCV`,
-  :class:`QuantileBoostingClassifier`, the ranker :class:`QuantileRanker` (precision@k within
-  each query), and thresholds with a held-out guarantee,
+  :class:`QuantileBoostingClassifier` (on Dask partitions: :class:`DaskQuantileBoostingClassifier`),
+  the ranker :class:`QuantileRanker` (precision@k within each query), and thresholds with a held-out guarantee,
   :func:`calibrate_threshold` / :class:`GuaranteedThresholdClassifier`
   (:mod:`quantile_surrogate.objectives.guarantees`).
 - Training a ``torch.nn.Module``: :func:`train`, :class:`SubsetBatchSampler`.
@@ -60,6 +60,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from . import losses, metrics, quantiles
 from .estimators import (
+    DaskQuantileBoostingClassifier,
     GuaranteedThresholdClassifier,
     QuantileBoostingClassifier,
     QuantileClassifier,
@@ -101,6 +102,7 @@ __all__ = [
     "QuantileClassifier",
     "QuantileClassifierCV",
     "QuantileBoostingClassifier",
+    "DaskQuantileBoostingClassifier",
     "QuantileRanker",
     "train",
     "TrainResult",

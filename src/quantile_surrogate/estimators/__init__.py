@@ -5,6 +5,8 @@
 - :class:`QuantileClassifierCV`: the same with its regularisation chosen by cross-validation;
 - :class:`QuantileBoostingClassifier`: gradient-boosted trees (LightGBM or XGBoost) trained
   on the same losses (:mod:`quantile_surrogate.estimators.boosted`);
+- :class:`DaskQuantileBoostingClassifier`: the same trees (XGBoost) trained on Dask partitions, the
+  threshold exact over every worker (:mod:`quantile_surrogate.estimators.dask_boosted`);
 - :class:`QuantileRanker`: a ranker (LightGBM, XGBoost or linear) trained for precision@k within
   each query (:mod:`quantile_surrogate.estimators.ranker`);
 - :class:`GuaranteedThresholdClassifier` and :func:`calibrate_threshold`: a threshold set on
@@ -19,9 +21,10 @@ default ``target``) lives in :mod:`quantile_surrogate.estimators.quantile_classi
 from . import calibration
 from .calibration import GuaranteedThresholdClassifier, calibrate_threshold
 from .boosted import QuantileBoostingClassifier
+from .dask_boosted import DaskQuantileBoostingClassifier
 from .quantile_classifier import DEFAULT_TARGETS, QuantileClassifier
 from .cv import QuantileClassifierCV
 from .ranker import QuantileRanker
 
-__all__ = ["QuantileClassifier", "QuantileClassifierCV", "QuantileBoostingClassifier", "QuantileRanker",
-           "GuaranteedThresholdClassifier", "calibrate_threshold"]
+__all__ = ["QuantileClassifier", "QuantileClassifierCV", "QuantileBoostingClassifier", "DaskQuantileBoostingClassifier",
+           "QuantileRanker", "GuaranteedThresholdClassifier", "calibrate_threshold"]

@@ -1,0 +1,180 @@
+"""Dask input and XGBoost on Dask for :class:`~.dask_boosted.DaskQuantileBoostingClassifier` (private).
+
+- :func:`dask_client`, :func:`as_dask_rows`, :func:`as_dask_labels`: the client, and ``X`` / ``y`` as
+  Dask arrays whose row blocks are the partitions (the units of the held-out selection);
+- :func:`take_partitions`: some partitions of an array, lazily (their blocks stay where they are);
+- :class:`DaskBoosting`: the calls of :class:`~quantile_surrogate.estimators._boosting_backends.XGBoostBackend`
+  (a log-loss start, a continuation with ``xgb_model=``, margins) through ``xgboost.dask``, with
+  the same parameters, plus the held-out margins after every round.
+
+Dask and XGBoost are imported when called, so the package imports without them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._threshold import NOT_2D_MESSAGE, refuse_text_columns
+
+__all__ = ["DaskBoosting", "as_dask_labels", "as_dask_rows", "dask_client", "take_partitions",
+           "DASK_INPUT_MESSAGE", "NO_CLIENT_MESSAGE", "DASK_MISSING_MESSAGE", "LABELS_LENGTH_MESSAGE"]
+
+#: ``TypeError`` for ``X`` or ``y`` that are not Dask collections (NumPy, pandas, lists).
+DASK_INPUT_MESSAGE = (
+    "`{name}` must be a {kinds}; got {type_name}. Its partitions are what the held-out selection holds out, so "
+    "they are not chosen for you: wrap in-memory data with dask.array.from_array({name}, chunks={chunks}), or "
+    "train on one machine with QuantileBoostingClassifier(backend='xgboost')."
+)
+#: ``ValueError`` when ``client=None`` and no Dask client exists.
+NO_CLIENT_MESSAGE = (
+    "No Dask client: pass client=distributed.Client(...) or create one first (it becomes the default client), "
+    "e.g. Client(LocalCluster(n_workers=2))."
+)
+#: ``ImportError`` without the `dask` extra.
+DASK_MISSING_MESSAGE = "DaskQuantileBoostingClassifier needs dask[distributed]: pip install 'quantile-surrogate[dask]'"
+#: ``ValueError`` for ``y`` with another number of rows than ``X``.
+LABELS_LENGTH_MESSAGE = "`y` has {got} rows and `X` {expected}; pass one label per row of `X`."
+NOT_NUMERIC_MESSAGE = "`X` must hold numbers (int, float or bool); got dtype {dtype}."
+
+
+def dask_client(client):
+    """``client``, or Dask's default client (:data:`NO_CLIENT_MESSAGE` when there is none)."""
+    if client is not None:
+        return client
+    try:
+        import distributed
+    except ImportError as error:
+        raise ImportError(DASK_MISSING_MESSAGE) from error
+    try:
+        return distributed.default_client()
+    except ValueError as error:  # "No clients found"
+        raise ValueError(NO_CLIENT_MESSAGE) from error
+
+
+def _dask_frame_types() -> tuple:
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # dask[array] without pandas
+        return ()
+    return dd.DataFrame, dd.Series
+
+
+def as_dask_rows(X, name: str = "X"):
+    """``(X, feature names or None)``: a 2-D Dask array, row chunks known, one block of columns.
+
+    A Dask DataFrame's columns must be numeric (:func:`~._threshold.refuse_text_columns`); its
+    partitions become the blocks of rows.
+    """
+    import dask.array as da
+
+    frames = _dask_frame_types()
+    names = None
+    if frames and isinstance(X, frames[0]):
+        refuse_text_columns(X, "DaskQuantileBoostingClassifier")
+        names = np.asarray([str(column) for column in X.columns], dtype=object)
+        X = X.to_dask_array(lengths=True)
+    elif not isinstance(X, da.Array):
+        raise TypeError(DASK_INPUT_MESSAGE.format(name=name, kinds="dask.array.Array or dask.dataframe.DataFrame",
+                                                  type_name=type(X).__name__, chunks="(rows_per_partition, -1)"))
+    if X.ndim != 2:
+        raise ValueError(NOT_2D_MESSAGE.format(ndim=X.ndim, shape=X.shape))
+    if X.dtype.kind not in "biuf":
+        raise TypeError(NOT_NUMERIC_MESSAGE.format(dtype=X.dtype))
+    if any(np.isnan(size) for size in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    return X.rechunk({1: -1}), names
+
+
+def as_dask_labels(y, row_chunks):
+    """``y`` as a 1-D Dask array with the row blocks ``row_chunks`` (of ``X``)."""
+    import dask.array as da
+
+    frames = _dask_frame_types()
+    if frames and isinstance(y, frames[1]):
+        y = y.to_dask_array(lengths=True)
+    elif not isinstance(y, da.Array):
+        raise TypeError(DASK_INPUT_MESSAGE.format(name="y", kinds="dask.array.Array or dask.dataframe.Series",
+                                                  type_name=type(y).__name__, chunks="X.chunks[0]"))
+    if any(np.isnan(size) for size in y.chunks[0]):
+        y = y.compute_chunk_sizes()
+    if y.ndim != 1 or y.shape[0] != sum(row_chunks):
+        raise ValueError(LABELS_LENGTH_MESSAGE.format(got=y.shape, expected=sum(row_chunks)))
+    return y if y.chunks[0] == tuple(row_chunks) else y.rechunk((tuple(row_chunks),))
+
+
+def take_partitions(array, parts):
+    """The partitions ``parts`` (ascending) of ``array``, concatenated; ``array`` itself when that is all of them."""
+    import dask.array as da
+
+    parts = [int(p) for p in parts]
+    if parts == list(range(array.numblocks[0])):
+        return array
+    return da.concatenate([array.blocks[p] for p in parts], axis=0)
+
+
+def _margins_after_each_tree(booster, X, first: int, last: int) -> np.ndarray:
+    """This partition's margins after ``first``, ``first + 1``, ..., ``last`` trees: (rows, last - first + 1) float32.
+
+    Each tree's own output (predicted with ``base_margin`` 0) is added in float32, in tree order: the
+    sum XGBoost itself forms, so each column equals ``booster[:n].predict(..., output_margin=True)``
+    bit for bit, at one tree's cost per round instead of ``n``.
+    """
+    import xgboost as xgb
+
+    margins = booster.predict(xgb.DMatrix(X, missing=np.nan), iteration_range=(0, first), output_margin=True)
+    zero = xgb.DMatrix(X, missing=np.nan, base_margin=np.zeros(X.shape[0]))
+    columns = [margins]
+    for tree in range(first, last):
+        margins = margins + booster.predict(zero, iteration_range=(tree, tree + 1), output_margin=True)
+        columns.append(margins)
+    return np.stack(columns, axis=1)
+
+
+class DaskBoosting:
+    """``XGBoostBackend``'s training calls through ``xgboost.dask`` on ``client``, with its ``params``."""
+
+    def __init__(self, client, params: dict):
+        try:
+            from xgboost import dask as dxgb
+        except ImportError as error:
+            raise ImportError(DASK_MISSING_MESSAGE) from error
+        self.client, self.params, self.dxgb = client, dict(params), dxgb
+
+    def matrix(self, X, y):
+        return self.dxgb.DaskDMatrix(self.client, X, y, missing=np.nan)
+
+    def fit_logloss(self, dtrain, rounds: int, positives: int, rows: int):
+        """``rounds`` of ``binary:logistic``, intercept the label mean ``positives / rows`` unless ``params`` set one.
+
+        The mean is what XGBoost (3.x) estimates on one machine (``float32(mean(y))``); on several
+        workers it combines the workers' estimates in float32, which can land one ulp away and shift
+        every margin by about 1e-7. Exact counts make the start independent of the partitioning.
+        """
+        params = {"base_score": positives / rows, **self.params, "objective": "binary:logistic"}
+        return self.dxgb.train(self.client, params, dtrain, num_boost_round=rounds, verbose_eval=False)["booster"]
+
+    def continue_training(self, booster, dtrain, objective, rounds: int):
+        """``rounds`` more trees on ``objective`` (each worker's call sets the global threshold)."""
+        if rounds <= 0:
+            return booster
+        params = {**self.params, "disable_default_eval_metric": 1}
+        # A copy: with workers in this process the booster could be continued in place.
+        return self.dxgb.train(self.client, params, dtrain, num_boost_round=rounds, obj=objective,
+                               xgb_model=booster.copy(), verbose_eval=False)["booster"]
+
+    def margins(self, booster, X):
+        """The raw scores ``f(x)`` of a Dask array, as a lazy float64 Dask array."""
+        return self.dxgb.predict(self.client, booster, X, output_margin=True).astype(np.float64)
+
+    def held_out_margins(self, booster, X, first: int, last: int) -> np.ndarray:
+        """The margins of ``X`` after ``first..last`` trees, gathered: (rows, last - first + 1) float32, in row order.
+
+        One task per partition (:func:`_margins_after_each_tree`); the client receives
+        ``4 (last - first + 1)`` bytes per row.
+        """
+        from dask import delayed
+
+        model = delayed(booster, pure=False, traverse=False)
+        tasks = [delayed(_margins_after_each_tree, pure=False)(model, block, first, last)
+                 for block in X.to_delayed().ravel()]
+        return np.concatenate(self.client.gather(self.client.compute(tasks)), axis=0)

@@ -1,0 +1,171 @@
+r"""The exact threshold of :func:`~quantile_surrogate.objectives.thresholds.constraint_threshold` on Dask (private).
+
+:class:`~quantile_surrogate.estimators.dask_boosted.DaskQuantileBoostingClassifier` sets
+``threshold_`` from its training scores, which stay on the workers, one block per partition. The
+threshold is, with ``k`` rows of ``A`` allowed above it
+(:func:`~quantile_surrogate.objectives.thresholds.allowed_count`),
+
+.. math::
+    \theta = \tfrac12\big(s_{[k]} + \max\{s < s_{[k]}\}\big) \ (\text{a floor}), \qquad
+    \theta = \tfrac12\big(s_{[k+1]} + \min\{s > s_{[k+1]}\}\big) \ (\text{a ceiling}),
+
+``s_[j]`` the j-th largest score of ``A`` and the max and min over every row (``constraint_threshold``'s
+Notes give the tie policy and the degenerate cases, followed here one for one). Only two things cross
+the partitions:
+
+1. **The order statistic**, by the histogram refinement of
+   :func:`~quantile_surrogate.boosting._collective.select_ranks` (the same order-preserving uint64
+   keys, the same bin edges ``_edges`` and counts ``_bin_counts``, the same interval update), driven
+   from the client: each round is one Dask computation in which every partition returns its bins'
+   counts and the smallest and largest key in each bin (at most ``3 x 1024`` numbers); the client sums
+   and takes the extremes and picks the bin holding the rank. ``select_ranks`` spends two allreduces a
+   round (counts, then the chosen bin's extremes) because inside XGBoost's communicator a reduction is
+   cheap; through the scheduler a round trip costs more than the bytes, so both go in one. At most 8
+   rounds, 1 to 3 in practice.
+2. **The neighbours**: one more computation gives ``max{s < s_[k]}``, ``min{s > s_[k]}`` and the
+   counts of ``A`` at the boundary (a third, ``#{A: s > theta}``, only when rows of ``A`` tie at it,
+   for :class:`~quantile_surrogate.objectives.TiedScoresWarning`).
+
+The sorted keys of each partition's rows of ``A`` are computed once and kept on their worker as
+futures; nothing of size ``n`` reaches the client. tests/estimators/test_dask_estimator.py holds the
+result equal, bit for bit and warning for warning, to ``constraint_threshold`` on the gathered scores.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._utils.checks import check_target
+from ..boosting._collective import SELECTION_BINS, _bin_counts, _edges, float_keys, key_values
+from ..objectives import get_objective
+from ..objectives.thresholds import (EMPTY_CONSTRAINT_MESSAGE, TIE_POLICY, TIED_SCORES_MESSAGE, TiedScoresWarning,
+                                     allowed_count)
+
+__all__ = ["dask_constraint_threshold", "dask_select_keys"]
+
+_TOP = int(np.iinfo(np.uint64).max)
+
+
+# -- what each partition computes (on its worker) ---------------------------------------------------
+def _subset_keys(scores, labels, objective: str) -> np.ndarray:
+    """The ascending keys of this partition's rows of ``A``."""
+    in_subset = get_objective(objective).subset_mask(np.asarray(labels) == 1)
+    return np.sort(float_keys(np.asarray(scores, dtype=np.float64)[in_subset]))
+
+
+def _key_span(keys: np.ndarray) -> tuple:
+    """``(rows of A, smallest key, largest key)``; an empty partition gives ``(0, TOP, 0)``."""
+    return (int(keys.size), int(keys[0]), int(keys[-1])) if keys.size else (0, _TOP, 0)
+
+
+def _bin_stats(keys: np.ndarray, edges: list) -> list:
+    """Per rank sought: the counts of ``_bin_counts`` and each bin's smallest and largest key (TOP, 0 if empty)."""
+    out = []
+    for edge in edges:
+        counts = _bin_counts(keys, edge)
+        starts = np.searchsorted(keys, np.array(edge[:-1], dtype=np.uint64), side="left")
+        filled = counts > 0
+        lows = np.full(counts.size, _TOP, dtype=np.uint64)
+        highs = np.zeros(counts.size, dtype=np.uint64)
+        lows[filled], highs[filled] = keys[starts[filled]], keys[starts[filled] + counts[filled] - 1]
+        out.append((counts, lows, highs))
+    return out
+
+
+def _neighbours(scores, labels, objective: str, boundary: float) -> tuple:
+    """``(max{s < b}, min{s > b}, #{A: s == b})`` over this partition (``-inf`` / ``inf`` when none)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    below, above = scores[scores < boundary], scores[scores > boundary]
+    in_subset = get_objective(objective).subset_mask(np.asarray(labels) == 1)
+    return (float(below.max()) if below.size else -np.inf, float(above.min()) if above.size else np.inf,
+            int(np.count_nonzero(scores[in_subset] == boundary)))
+
+
+def _subset_above(scores, labels, objective: str, theta: float) -> int:
+    """``#{A: s > theta}`` in this partition."""
+    in_subset = get_objective(objective).subset_mask(np.asarray(labels) == 1)
+    return int(np.count_nonzero(np.asarray(scores, dtype=np.float64)[in_subset] > theta))
+
+
+# -- the client's side ----------------------------------------------------------------------------
+def dask_select_keys(client, key_blocks, ranks, span, bins: int = SELECTION_BINS) -> list[int]:
+    """The keys of the global order statistics of the 1-based ``ranks`` over ``key_blocks`` (futures of sorted keys).
+
+    ``span`` is the global ``(smallest, largest)`` key. The interval update of
+    :func:`~quantile_surrogate.boosting._collective.select_ranks`, one Dask computation a round.
+    """
+    state = [[span[0], span[1], 0] for _ in ranks]  # [L, H, count below L] per rank
+    while True:
+        active = [i for i, (low, high, _) in enumerate(state) if low < high]
+        if not active:
+            return [low for low, _, _ in state]
+        edges = [_edges(state[i][0], state[i][1], bins) for i in active]
+        parts = client.gather(client.map(_bin_stats, key_blocks, edges=edges, pure=False))
+        for slot, i in enumerate(active):
+            counts = np.sum([part[slot][0] for part in parts], axis=0)
+            lows = np.minimum.reduce([part[slot][1] for part in parts])
+            highs = np.maximum.reduce([part[slot][2] for part in parts])
+            through = state[i][2] + np.cumsum(counts)
+            j = int(np.searchsorted(through, ranks[i], side="left"))  # first bin reaching the rank
+            state[i] = [int(lows[j]), int(highs[j]), int(through[j] - counts[j])]
+
+
+def _per_partition(function, scores, labels, *args) -> list:
+    """Delayed ``function(score block, label block, *args)``, one per partition."""
+    from dask import delayed
+
+    return [delayed(function, pure=True)(s, y, *args)
+            for s, y in zip(scores.to_delayed().ravel(), labels.to_delayed().ravel())]
+
+
+def dask_constraint_threshold(client, scores, labels, *, objective: str, target: float) -> float:
+    """:func:`~quantile_surrogate.objectives.thresholds.constraint_threshold` of Dask arrays, computed on their workers.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    scores : dask.array.Array of shape (n,), float
+        Finite scores; persist them first if they are expensive (they are read 2 or 3 times).
+    labels : dask.array.Array of shape (n,)
+        Labels in {0, 1}, chunked as ``scores``.
+    objective : str
+    target : float
+
+    Returns
+    -------
+    float
+        Equal to ``constraint_threshold`` of the gathered arrays, with the same
+        :class:`~quantile_surrogate.objectives.TiedScoresWarning`.
+    """
+    spec = get_objective(objective)
+    target = check_target(target, "target")
+    key_blocks = client.compute(_per_partition(_subset_keys, scores, labels, spec.name))  # stay on the workers
+    spans = client.gather(client.map(_key_span, key_blocks))
+    total = float(sum(size for size, _, _ in spans))
+    if total == 0:
+        raise ValueError(EMPTY_CONSTRAINT_MESSAGE.format(objective=objective, weighted=""))
+    k = allowed_count(spec, total, target)
+    n = int(total)
+    if spec.bound == "at_most" and k >= n:  # every row of A allowed: below every score
+        return float(client.compute(scores.min()).result() - 1.0)
+    rank = n - int(k) if spec.bound == "at_most" else n - max(int(k), 1) + 1  # s_[k+1] or s_[k], from below
+    span = (min(low for _, low, _ in spans), max(high for _, _, high in spans))
+    boundary = float(key_values(dask_select_keys(client, key_blocks, [rank], span))[0])
+    found = client.gather(client.compute(_per_partition(_neighbours, scores, labels, spec.name, boundary)))
+    lower, higher = max(f[0] for f in found), min(f[1] for f in found)
+    tied = sum(f[2] for f in found)
+    if spec.bound == "at_most":
+        theta = float((boundary + higher) / 2 if np.isfinite(higher) else boundary + 1.0)
+    else:
+        theta = float((boundary + lower) / 2 if np.isfinite(lower) else boundary - 1.0)
+    if tied > 1:  # only rows tied at the boundary are the warning's subject (constraint_threshold's rule)
+        counts = client.compute(_per_partition(_subset_above, scores, labels, spec.name, theta))
+        above = float(sum(client.gather(counts)))
+        if abs(above - k) > 1e-9 * total:
+            warnings.warn(TIED_SCORES_MESSAGE.format(
+                above=f"{above:g}", size=f"{total:g}", subset=spec.subset, achieved=above / total, target=target,
+                bound="at least" if spec.bound == "at_least" else "at most", wanted=f"{k:g}",
+                policy=TIE_POLICY[spec.bound]), TiedScoresWarning, stacklevel=2)
+    return theta

@@ -1,0 +1,60 @@
+"""``benchmarks/dask_boosting.py`` in quick mode: partitions drawn on their own, counted reductions, named models."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("distributed", reason="needs the `dask` extra: pip install -e '.[dask]'")
+pytest.importorskip("xgboost", reason="needs the `boost` extra")
+
+from quantile_surrogate import QuantileBoostingClassifier  # noqa: E402
+from quantile_surrogate.objectives import objective_metric  # noqa: E402
+from tests._benchmarks import load  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    bench = load("dask_boosting")
+    out = tmp_path_factory.mktemp("dask") / "quick.csv"
+    frame = bench.main(["--quick", "--out", str(out)])
+    return bench, out, frame, pd.read_csv(out)
+
+
+def test_each_partition_is_drawn_from_its_own_seed_and_the_same_model(quick):
+    bench = quick[0]
+    X, y = bench.local_data(1000, 4)
+    X2, y2 = bench.make_partition(250, 2)
+    np.testing.assert_array_equal(X[500:750], X2)
+    np.testing.assert_array_equal(y[500:750], y2)
+    assert 0.05 < y.mean() < 0.2  # about 12 % positives in every partition
+    assert not np.array_equal(bench.make_partition(250, 3)[0], X2)
+
+
+def test_reductions_are_counted_and_within_the_docs_formula(quick):
+    _, _, frame, rows = quick
+    row = rows.iloc[0]
+    assert (row.workers, row.rows, row.partitions, row.rounds) == (2, 10_000, 4, 5)
+    # kernel: 5 + 2R reductions a round (3 when the window covers A), R in 1..8 selection rounds
+    assert 3 <= row.reductions_per_round <= 5 + 2 * 8
+    assert 0 < row.reduction_bytes_per_round < 2e6
+    assert len(frame.quantile_s[0]) == len(frame.logloss_s[0]) == 5 and (frame.quantile_s[0] > 0).all()
+
+
+def test_the_single_machine_column_is_the_model_it_names(quick):
+    bench, _, _, rows = quick
+    X, y = bench.local_data(10_000, 4)
+    X_test, y_test = bench.local_data(2500, 2, first=4)
+    single = QuantileBoostingClassifier(backend="xgboost", validation_splits=1, objective="precision_at_recall",
+                                        target=0.9, n_estimators=5, n_quantile_estimators=5, random_state=0,
+                                        backend_params={"nthread": 1}).fit(X, y)
+    expected = objective_metric(y_test, single.decision_function(X_test), objective="precision_at_recall", target=0.9)
+    assert rows.single_precision[0] == pytest.approx(expected, abs=1e-12)
+    assert 0 <= rows.dask_precision[0] <= 1
+
+
+def test_the_summary_is_beside_the_csv_and_never_overwritten(quick):
+    bench, out, _, rows = quick
+    text = out.with_suffix(".md").read_text()
+    assert "| 2 | " in text and f"{rows.dask_precision[0]:.4f}" in text
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--out", str(out)])

@@ -1,0 +1,247 @@
+"""DaskQuantileBoostingClassifier on a real ``LocalCluster``: the single machine's model, the exact threshold,
+held-out partitions that never train, seeds, and its errors.
+
+Two Dask workers in one process (``LocalCluster(processes=False)``, threads: about a second to start)
+shared by the module. Integer features: every value is a histogram cut, so one machine and two build
+the same bins (as in tests/boosting/test_dask.py). Skipped without ``dask[distributed]``.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed", reason="needs the `dask` extra: pip install -e '.[dask]'")
+xgb = pytest.importorskip("xgboost", reason="needs the `boost` extra")
+
+import dask.array as da  # noqa: E402
+import distributed  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.utils.estimator_checks import check_param_validation  # noqa: E402
+
+from quantile_surrogate import DaskQuantileBoostingClassifier, QuantileBoostingClassifier  # noqa: E402
+from quantile_surrogate.estimators import _dask_paths, dask_boosted  # noqa: E402
+from quantile_surrogate.estimators._dask_threshold import dask_constraint_threshold  # noqa: E402
+from quantile_surrogate.objectives.thresholds import constraint_threshold  # noqa: E402
+from tests._messages import exact, prefix  # noqa: E402
+
+ROWS = 600
+SETTINGS = dict(target=0.8, n_estimators=5, n_quantile_estimators=5, learning_rate=0.3, max_depth=3, random_state=0,
+                backend_params={"nthread": 1})
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def _data(rows=ROWS, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 8, size=(rows, 4)).astype(np.float64)
+    y = ((X[:, 0] + rng.normal(size=rows)) > 5).astype(np.int64)
+    return X, y
+
+
+def _margins(booster, X):
+    return booster.predict(xgb.DMatrix(X), output_margin=True).astype(np.float64)
+
+
+@pytest.fixture(scope="module")
+def fixed_rounds(client):
+    """The Dask model and the single machine's, 5 + 5 rounds without selection, on string labels."""
+    X, y01 = _data()
+    y = np.where(y01 == 1, "yes", "no")
+    Xd, yd = da.from_array(X, chunks=(ROWS // 2, -1)), da.from_array(y, chunks=ROWS // 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # integer features: tied scores at the threshold
+        model = DaskQuantileBoostingClassifier(client=client, early_stopping=False, **SETTINGS).fit(Xd, yd)
+        single = QuantileBoostingClassifier(backend="xgboost", early_stopping=False, **SETTINGS).fit(X, y)
+    return model, single, X, y, Xd, yd
+
+
+def test_fixed_rounds_give_the_single_machine_model(fixed_rounds):
+    model, single, X, *_ = fixed_rounds
+    # Bit for bit here: the same bins, the intercept from exact counts, the global threshold in every round
+    # (only the workers' histogram sums could differ in their last bits; the tolerance allows that).
+    np.testing.assert_allclose(_margins(model.booster_, X), _margins(single.booster_, X), rtol=0, atol=1e-9)
+    assert (model.n_logloss_estimators_, model.best_iteration_) == (5, 5) == (single.n_logloss_estimators_,
+                                                                              single.best_iteration_)
+    assert model.bandwidth_ == single.bandwidth_
+    assert model.threshold_ == pytest.approx(single.threshold_, abs=1e-9)
+    assert model.classes_.tolist() == ["no", "yes"] and model.validation_partitions_ is None
+
+
+def test_threshold_is_the_exact_quantile_of_the_gathered_training_scores(fixed_rounds):
+    model, _, X, y, *_ = fixed_rounds
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = constraint_threshold(_margins(model.booster_, X), y == "yes", objective="precision_at_recall",
+                                        target=0.8)
+    assert model.threshold_ == expected  # exactly
+
+
+def test_predictions_are_lazy_dask_arrays_of_the_margins_and_labels(fixed_rounds):
+    model, _, X, y, Xd, yd = fixed_rounds
+    decision = model.decision_function(Xd)
+    assert isinstance(decision, da.Array) and decision.chunks == (Xd.chunks[0],) and decision.dtype == np.float64
+    np.testing.assert_array_equal(decision.compute(), _margins(model.booster_, X) - model.threshold_)
+    labels = model.predict(Xd)
+    assert isinstance(labels, da.Array)
+    np.testing.assert_array_equal(labels.compute(), np.where(decision.compute() > 0, "yes", "no"))
+    assert (labels.compute()[y == "yes"] == "yes").mean() >= 0.8  # the recall constraint on the training rows
+    assert model.score(Xd, yd) == pytest.approx(fixed_rounds[1].score(X, y), abs=1e-12)
+
+
+def test_dask_dataframes_are_arrays_with_feature_names(fixed_rounds):
+    dd = pytest.importorskip("dask.dataframe")
+    model, _, X, y, Xd, _ = fixed_rounds
+    frame = dd.from_dask_array(Xd, columns=["a", "b", "c", "d"])
+    rows, names = _dask_paths.as_dask_rows(frame)
+    assert names.tolist() == ["a", "b", "c", "d"] and rows.chunks == Xd.chunks
+    np.testing.assert_array_equal(model.decision_function(frame).compute(), model.decision_function(Xd).compute())
+    series = dd.from_dask_array(da.from_array((y == "yes").astype(np.int64), chunks=200))
+    labels = _dask_paths.as_dask_labels(series, Xd.chunks[0])
+    assert labels.chunks == (Xd.chunks[0],)  # rechunked to X's partitions
+    with pytest.raises(ValueError, match=exact(dask_boosted.FEATURES_MESSAGE, got=3, name=type(model).__name__,
+                                               expected=4)):
+        model.decision_function(Xd[:, :3])
+
+
+def test_clone_shares_the_client_and_pickling_drops_it(fixed_rounds, client):
+    model, _, X, _, Xd, _ = fixed_rounds
+    assert clone(model).client is client and clone(model).get_params()["n_estimators"] == 5
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.client is None and model.client is client
+    np.testing.assert_array_equal(restored.decision_function(Xd).compute(), model.decision_function(Xd).compute())
+
+
+@pytest.mark.parametrize("objective,target", [("precision_at_recall", 0.73), ("precision_at_rate", 0.1),
+                                              ("recall_at_fpr", 0.05), ("precision_at_rate", 0.999)])
+def test_dask_threshold_equals_constraint_threshold(client, objective, target):
+    # Ties (scores rounded), partitions of uneven size, one with positives only, one empty.
+    rng = np.random.default_rng(1)
+    scores = np.round(rng.normal(size=400), 1)
+    labels = (rng.random(400) < 0.3).astype(np.int64)
+    labels[:50] = 1
+    chunks = (50, 0, 170, 180)
+    with warnings.catch_warnings(record=True) as expected_warnings:
+        warnings.simplefilter("always")
+        expected = constraint_threshold(scores, labels, objective=objective, target=target)
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = dask_constraint_threshold(client, da.from_array(scores, chunks=chunks),
+                                        da.from_array(labels, chunks=chunks), objective=objective, target=target)
+    assert got == expected
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in expected_warnings]
+
+
+class Recorder:
+    """The rows (by their id in column 0) of every training DaskDMatrix and of every held-out prediction."""
+
+    def __init__(self, monkeypatch):
+        self.trained, self.scored = [], []
+        matrix, held = _dask_paths.DaskBoosting.matrix, _dask_paths.DaskBoosting.held_out_margins
+
+        def record_matrix(path, X, y):
+            self.trained.append(set(X[:, 0].compute().tolist()))
+            return matrix(path, X, y)
+
+        def record_held(path, booster, X, first, last):
+            self.scored.append(set(X[:, 0].compute().tolist()))
+            return held(path, booster, X, first, last)
+
+        monkeypatch.setattr(_dask_paths.DaskBoosting, "matrix", record_matrix)
+        monkeypatch.setattr(_dask_paths.DaskBoosting, "held_out_margins", record_held)
+
+
+SELECTED = dict(SETTINGS, n_quantile_estimators=6, n_iter_no_change=4, validation_fraction=0.4, random_state=3)
+
+
+def _row_id_data():
+    X, y = _data()
+    X[:, 0] = np.arange(ROWS)  # a row id (trees may split on it: this is about where rows go)
+    return da.from_array(X, chunks=(ROWS // 5, -1)), da.from_array(y, chunks=ROWS // 5)
+
+
+@pytest.fixture(scope="module")
+def selected(client):
+    Xd, yd = _row_id_data()
+    with pytest.MonkeyPatch.context() as monkeypatch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        recorder = Recorder(monkeypatch)
+        model = DaskQuantileBoostingClassifier(client=client, **SELECTED).fit(Xd, yd)
+    return model, recorder, Xd, yd
+
+
+def test_held_out_partitions_never_train(selected):
+    model, recorder, *_ = selected
+    held = model.validation_partitions_
+    assert held.shape == (1, 2)  # round(0.4 x 5) partitions, drawn with the seed
+    held_rows = {i for p in held[0] for i in range(p * 120, (p + 1) * 120)}
+    selection_run, refit = recorder.trained
+    assert selection_run.isdisjoint(held_rows) and selection_run | held_rows == set(range(ROWS))
+    assert recorder.scored and all(rows == held_rows for rows in recorder.scored)
+    assert refit == set(range(ROWS))  # the refit trains on every partition
+    assert model.validation_curve_.shape[0] >= 1 and model.best_iteration_ <= 6
+
+
+def test_the_same_seed_gives_the_same_model_and_another_seed_other_partitions(selected, client):
+    model, _, Xd, yd = selected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = DaskQuantileBoostingClassifier(client=client, **SELECTED).fit(Xd, yd)
+    np.testing.assert_array_equal(again.validation_partitions_, model.validation_partitions_)
+    np.testing.assert_array_equal(again.validation_curve_, model.validation_curve_)
+    assert again.best_iteration_ == model.best_iteration_ and again.threshold_ == model.threshold_
+    assert again.booster_.save_raw("json") == model.booster_.save_raw("json")
+    counts = np.array([[24, 24, 120]] * 5)
+    draws = {tuple(DaskQuantileBoostingClassifier(**SELECTED)._splits(counts, seed)[0]) for seed in range(6)}
+    assert len(draws) > 1
+
+
+# -- errors -----------------------------------------------------------------------------------------
+def test_numpy_input_is_refused_with_the_way_to_wrap_it(client):
+    X, y = _data()
+    with pytest.raises(TypeError, match=prefix(_dask_paths.DASK_INPUT_MESSAGE, name="X")):
+        DaskQuantileBoostingClassifier(client=client).fit(X, y)
+    with pytest.raises(TypeError, match=prefix(_dask_paths.DASK_INPUT_MESSAGE, name="y")):
+        DaskQuantileBoostingClassifier(client=client).fit(da.from_array(X, chunks=(300, -1)), y)
+
+
+def test_no_client_is_a_clear_error(monkeypatch):
+    def no_client():
+        raise ValueError("No clients found")
+
+    monkeypatch.setattr(distributed, "default_client", no_client)
+    X, y = _data()
+    with pytest.raises(ValueError, match=exact(_dask_paths.NO_CLIENT_MESSAGE)):
+        DaskQuantileBoostingClassifier().fit(da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300))
+
+
+def test_lightgbm_is_refused_with_the_xgboost_route(client):
+    X, y = _data()
+    with pytest.raises(ValueError, match=exact(dask_boosted.DASK_BACKEND_MESSAGE, backend="lightgbm")):
+        DaskQuantileBoostingClassifier(client=client, backend="lightgbm").fit(
+            da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300))
+
+
+def test_partitions_that_cannot_be_held_out_are_errors(client):
+    X, y = _data()
+    one = DaskQuantileBoostingClassifier(client=client, n_estimators=2)
+    with pytest.raises(ValueError, match=exact(dask_boosted.PARTITIONS_MESSAGE, parts=1)):
+        one.fit(da.from_array(X, chunks=(ROWS, -1)), da.from_array(y, chunks=ROWS))
+    order = np.argsort(y, kind="stable")  # the last partition holds positives only
+    with pytest.raises(ValueError, match=prefix(dask_boosted.SPLIT_CLASSES_MESSAGE, split=0)):
+        DaskQuantileBoostingClassifier(client=client, n_estimators=2, validation_fraction=0.5, random_state=0).fit(
+            da.from_array(X[order], chunks=(ROWS // 2, -1)), da.from_array(y[order], chunks=ROWS // 2))
+
+
+def test_param_validation():
+    # Every parameter has a constraint and a wrong value raises InvalidParameterError in fit, before any data.
+    check_param_validation("DaskQuantileBoostingClassifier", DaskQuantileBoostingClassifier(n_estimators=2))
