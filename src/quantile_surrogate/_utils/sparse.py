@@ -5,7 +5,10 @@ dense or **sparse CSR** (``torch.sparse_csr``: ``crow_indices``, ``col_indices``
 ``torch.nn.Linear`` multiplies a CSR input by its dense weight with autograd, so a linear model or
 the first layer of an MLP never densifies the data. What a CSR tensor lacks is row indexing
 (``index_select``, slices, ``split``); :func:`take_rows` and :func:`row_chunks` supply it for both
-layouts, so the callers write one line for either.
+layouts, so the callers write one line for either. A dense tensor may have any number of dimensions
+(images ``(n, C, H, W)``, sequences ``(n, T, d)``): its rows are its first dimension. A dict of
+tensors is held as a :class:`~quantile_surrogate._utils.rows.RowDict`, whose rows these functions
+take from every value (:func:`as_rows`).
 
 Taking rows ``r_1..r_m`` of a CSR matrix: the new row pointer is the running sum of the row
 lengths ``crow[r_k + 1] - crow[r_k]``, and the stored entries are gathered at
@@ -20,8 +23,10 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from .rows import RowDict
+
 __all__ = ["SPARSE_INPUT", "MAX_COLUMNS", "TOO_MANY_COLUMNS_MESSAGE", "check_columns", "as_rows", "csr_tensor",
-           "take_rows", "slice_rows", "row_chunks", "stored_values"]
+           "take_rows", "slice_rows", "cat_rows", "row_chunks", "stored_values"]
 
 SPARSE_INPUT = "csr"
 """``accept_sparse`` of the estimators that take sparse input: every SciPy format is converted to CSR once
@@ -70,7 +75,10 @@ def csr_tensor(X, *, dtype: torch.dtype | None = None, device=None) -> torch.Ten
 
 
 def as_rows(X):
-    """``X`` as the training code holds rows: a SciPy matrix or another torch sparse layout as CSR, else ``X``."""
+    """``X`` as the training code holds rows: a SciPy matrix or another torch sparse layout as CSR, a dict as a
+    :class:`~quantile_surrogate._utils.rows.RowDict` (its values as they are), else ``X``."""
+    if isinstance(X, dict):
+        return X if isinstance(X, RowDict) else RowDict(X)
     if sp.issparse(X):
         return csr_tensor(X)
     if isinstance(X, torch.Tensor) and X.layout not in (torch.strided, torch.sparse_csr):
@@ -100,9 +108,12 @@ def _csr_rows(X: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
 def take_rows(X: torch.Tensor, rows) -> torch.Tensor:
     """Rows ``rows`` (integer indices, any order, repeats allowed) of a dense or sparse CSR tensor.
 
-    Dense: ``index_select`` (row copies; advanced indexing copies element by element on the CPU).
+    Dense: ``index_select`` (row copies; advanced indexing copies element by element on the CPU); a
+    :class:`~quantile_surrogate._utils.rows.RowDict`: that of every value.
     """
     rows = torch.as_tensor(rows, device=X.device)
+    if isinstance(X, RowDict):
+        return X.take(rows)
     if X.layout == torch.sparse_csr:
         return _csr_rows(X, rows)
     return X.index_select(0, rows)
@@ -111,12 +122,22 @@ def take_rows(X: torch.Tensor, rows) -> torch.Tensor:
 def slice_rows(X: torch.Tensor, start: int, stop: int | None = None) -> torch.Tensor:
     """Rows ``start:stop`` of a dense tensor (a view) or of a sparse CSR tensor (views of its arrays)."""
     stop = X.shape[0] if stop is None else min(stop, X.shape[0])
+    if isinstance(X, RowDict):
+        return X.slice(start, stop)
     if X.layout != torch.sparse_csr:
         return X[start:stop]
     crow = X.crow_indices()
     first, last = int(crow[start]), int(crow[stop])
     return _csr(crow[start:stop + 1] - first, X.col_indices()[first:last], X.values()[first:last],
                 (stop - start, X.shape[1]))
+
+
+def cat_rows(first, second):
+    """The rows of ``first`` followed by those of ``second``: ``torch.cat`` of dense tensors, or of every value of
+    two dicts of tensors with the same keys (one forward pass over a batch and a separate minibatch of ``A``)."""
+    if isinstance(first, dict):
+        return as_rows(first).cat(second)
+    return torch.cat([first, second])
 
 
 def row_chunks(X: torch.Tensor, size: int):

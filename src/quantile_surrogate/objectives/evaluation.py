@@ -17,7 +17,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from torch import nn
 
 from .._utils.checks import check_sample_weight
-from .._utils.sparse import row_chunks
+from .._utils.sparse import as_rows, row_chunks
 from ._registry import get_objective, subset_mask
 from .thresholds import group_constraint_thresholds
 
@@ -199,8 +199,9 @@ def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 6
     ----------
     model : torch.nn.Module
         Maps a batch of shape (b, d) to scores of shape (b,) or (b, 1).
-    X : Tensor of shape (n, d)
-        Features, on the model's device.
+    X : Tensor of shape (n, ...) or dict of such Tensors
+        Features, on the model's device: a matrix, images, sequences, or a dict of tensors whose
+        first dimension is the rows (what the model takes).
     batch_size : int or None, default=65536
         Rows per forward pass; None scores every row at once.
 
@@ -218,6 +219,7 @@ def predict_scores(model: nn.Module, X: torch.Tensor, batch_size: int | None = 6
     >>> predict_scores(model, torch.tensor([[1.0, 2.0], [3.0, 4.0]]), batch_size=1)
     tensor([3., 7.])
     """
+    X = as_rows(X)  # a dict of tensors becomes rows that slice together
     was_training = model.training
     model.eval()
     if batch_size is None or X.shape[0] <= batch_size:

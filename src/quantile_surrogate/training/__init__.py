@@ -30,6 +30,7 @@ from ._state import TrainingData, TrainingSettings, TrainResult
 from ._steps import EpochSteps
 from ._streaming import LoaderSteps, check_loader, check_loader_options, is_loader
 from .._utils.errors import TrainingDivergedError
+from .._utils.row_checks import check_rows
 from .._utils.sparse import as_rows
 from .._utils.checks import (
     check_sample_weight,
@@ -39,7 +40,6 @@ from .._utils.checks import (
     check_integer,
     check_option,
     check_target,
-    check_training_data,
 )
 from ..losses import SURROGATES
 from ..objectives import OBJECTIVES, get_objective, subset_mask
@@ -57,12 +57,19 @@ __all__ = [
 #: Values of ``init=``: ``"random"`` (the paper), ``"logistic"`` (logistic regression's solution,
 #: :func:`~quantile_surrogate.training.models.fit_logistic`), ``"mixed"`` (the logistic start for
 #: restart 0, random starts for the others), or ``"model"``: the parameters of the module passed
-#: as ``model``, as they are (to continue or refit a model).
+#: as ``model``, as they are (to continue or refit a model). The logistic start fits a matrix ``X``
+#: of shape (n, d) only: for other inputs (images, sequences, a dict of tensors) ``"mixed"`` starts
+#: every restart at random and ``"logistic"`` raises ``ValueError`` (:data:`LOGISTIC_ROWS_MESSAGE`).
 INITS = ("random", "logistic", "mixed", "model")
 
 LOADER_WEIGHT_MESSAGE = (
     "`sample_weight` needs tensor data (X, y); a loader cannot take it. Put the weights into the loss yourself, "
     "or pass X and y as tensors."
+)
+#: ``init="logistic"`` with an ``X`` that is not a matrix (n, d): the logistic start cannot fit it.
+LOGISTIC_ROWS_MESSAGE = (
+    "`init='logistic'` fits logistic regression on a matrix X of shape (n, d); `X` is {what}. Pass init='random' "
+    "(or 'mixed', which starts at random for such inputs), or X flattened to (n, d) with a model that takes it."
 )
 CHECKPOINT_WEIGHT_MESSAGE = (
     "`sample_weight` cannot be combined with `checkpoint=` (the checkpoint's data fingerprint does not cover "
@@ -131,10 +138,17 @@ def train(
     Parameters
     ----------
     model : torch.nn.Module or callable
-        The scoring function, mapping (n, d) to (n,) or (n, 1). A module is deep-copied and its
-        parameters redrawn (``reset_parameters``) for each restart; a zero-argument callable is
-        called once per restart. It is moved to ``X``'s device and dtype.
-    X : Tensor of shape (n, d), floating point, dense or sparse; or a DataLoader or any iterable of batches
+        The scoring function, mapping ``n`` rows of ``X`` to scores of shape (n,) or (n, 1). A module
+        is deep-copied and its parameters redrawn (``reset_parameters``) for each restart; a
+        zero-argument callable is called once per restart. It is moved to ``X``'s device and dtype
+        (a dict's floating point dtype).
+    X : Tensor of shape (n, ...), floating point; dict of Tensors of shape (n, ...); or an iterable of batches
+        The rows are the first dimension: a matrix (n, d), dense or sparse, images (n, C, H, W),
+        sequences (n, T, d), or a dict of tensors on one device with the same first dimension
+        (the model receives a dict with the same keys; integer values such as token ids are
+        allowed, floating point ones must be finite), whatever the model takes. Every batch,
+        separate minibatch of ``A``, validation row and checkpoint fingerprint takes rows of it
+        (:mod:`quantile_surrogate._utils.sparse`); only the logistic start needs a matrix (``init``).
         A sparse ``X`` (a SciPy sparse matrix or array, or a torch sparse tensor) is held as a torch
         sparse CSR tensor of its own dtype (:mod:`quantile_surrogate._utils.sparse`): minibatches take
         its rows, and ``torch.nn.Linear`` (a linear model, an MLP's first layer) multiplies it without
@@ -166,7 +180,9 @@ def train(
         0.05), or none at all, ``A_b = X_b \cap A``, when a batch holds that many rows of
         ``A`` in expectation. Ignored by full-batch training.
     subset_from_batch : bool
-        Always take ``A_b = X_b \cap A`` instead of a separate minibatch.
+        Always take ``A_b = X_b \cap A`` instead of a separate minibatch, except in a batch
+        without a row of ``A`` (of some group's ``A``): no step runs without them, so such a
+        batch draws the separate minibatch for its step (:mod:`.sampling`, with the cost).
     max_epochs : int >= 0
         Epoch budget per restart; 0 returns the start (logistic regression's fit, say).
     n_restarts : int
@@ -175,6 +191,8 @@ def train(
     init : {"random", "logistic", "mixed", "model"}
         See :data:`INITS`. The logistic start fits the model by penalised maximum likelihood
         with ``init_alpha`` (default ``1 / n``: ``LogisticRegression(C=1)`` for a linear model).
+        It needs a matrix ``X`` of shape (n, d): with any other ``X``, ``"mixed"`` starts every
+        restart at random and ``"logistic"`` raises ``ValueError``.
     groups : integer Tensor of shape (n,), optional
         Group codes 0..G-1. Each group gets its own threshold ``q(f(A \cap G_g), 1 - target)``,
         so the constraint is trained to hold in every group: the same predicted positive rate
@@ -258,7 +276,8 @@ def train(
         For a bad value: an unknown ``objective``, ``init`` or ``form``, a ``target`` outside
         (0, 1), labels that are not binary, no row of ``A`` (in a group, with ``groups``),
         ``select="validation"`` without ``validation``, ``sample_weight`` with a loader or a
-        checkpoint, or a ``checkpoint`` written by another fit; with ``constraints``: a gap over one
+        checkpoint, ``init="logistic"`` with an ``X`` that is not a matrix (n, d), or a
+        ``checkpoint`` written by another fit; with ``constraints``: a gap over one
         group, a group without a row the rate counts, constraints that no classifier meets together
         (:func:`~quantile_surrogate.constraints.check_satisfiable`).
 
@@ -407,6 +426,9 @@ def _checked_data(X, y, groups, sample_weight, validation, validation_weight, se
         data = check_loader(X, settings.objective)
     else:
         data = _training_data(X, y, groups, settings.objective)
+        if settings.init == "logistic" and not data.tabular:
+            what = f"of shape {tuple(data.X.shape)}" if isinstance(data.X, torch.Tensor) else "a dict of tensors"
+            raise ValueError(LOGISTIC_ROWS_MESSAGE.format(what=what))
     validation = _validation_data(validation, validation_weight, groups is not None, settings)
     if sample_weight is not None:
         if checkpoint is not None:
@@ -424,7 +446,7 @@ def _weight_column(weight, data: TrainingData) -> torch.Tensor:
 def _training_data(X, y, groups, objective: str, names=("X", "y", "groups"), require_subset=True) -> TrainingData:
     """Checked rows, labels and group codes, with the subset ``A`` computed once (``require_subset``: not empty)."""
     X = as_rows(X)
-    labels = check_training_data(X, y, names[0], names[1])
+    labels = check_rows(X, y, names[0], names[1])
     in_subset = subset_mask(labels, objective)
     spec = get_objective(objective)
     if require_subset and not bool(in_subset.any()):

@@ -28,14 +28,14 @@ from .models import NOT_A_MODULE_MESSAGE, decayed_parameters, fit_logistic, rese
 from .._utils.errors import TrainingDivergedError
 from .._utils.seeding import clone_state, draw_seed, restart_seeds, seed_torch
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
-from ._steps import EpochSteps
+from ._steps import EpochSteps, parameters_changed
 from ..constraints import largest_excess
 from ..metrics._held_out import held_out_metric
 from ..objectives import get_objective, objective_loss, objective_metric, predict_scores
 
 __all__ = ["TrainingLoop", "draw_seed", "restart_seeds"]
 
-MODEL_SHAPE_MESSAGE = "`model` must map (n, d) inputs to (n,) or (n, 1) scores; got shape {shape} for n={n}."
+MODEL_SHAPE_MESSAGE = "`model` must map n rows of `X` to scores of shape (n,) or (n, 1); got shape {shape} for n={n}."
 #: The one line per restart that ``train(verbose=True)`` writes to stderr when it is not a terminal (a log, a pipe).
 PROGRESS_SUMMARY_MESSAGE = "restart {restart}/{n_restarts}: {epochs} of {max_epochs} epochs, training loss {loss:.4g}"
 #: How many times its first epoch's value the training loss may grow before ``train`` warns (still finite).
@@ -214,7 +214,8 @@ class TrainingLoop:
         seed_torch(model_seed, self.cuda)
         model = self.new_model()
         start = "model" if settings.init == "model" else "random"
-        if settings.init == "logistic" or (settings.init == "mixed" and restart == 0):
+        # "mixed" starts at random where the logistic start cannot fit X (not a matrix; train refuses "logistic").
+        if settings.init == "logistic" or (settings.init == "mixed" and restart == 0 and self.data.tabular):
             start = "logistic"
             self.fit_logistic_start(model)
         # With validation the start's value is epoch 0's; early stopping then compares with it.
@@ -309,6 +310,7 @@ class TrainingLoop:
         r, validated = state.restart, self.validation is not None
         if validated:
             model.load_state_dict(run.best_model)
+            parameters_changed()
         loss = self.steps.full_loss(model)
         if not math.isfinite(loss):
             raise self.diverged(r, "end")

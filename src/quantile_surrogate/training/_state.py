@@ -142,6 +142,9 @@ class TrainingData:
     """
 
     X: torch.Tensor
+    """The rows along the first dimension: a matrix (dense or sparse CSR), a dense tensor of any shape
+    ``(n, ...)``, or a :class:`~quantile_surrogate._utils.rows.RowDict` of them (which has ``shape[0]``,
+    ``device`` and ``dtype`` as a tensor has)."""
     labels: torch.Tensor
     """Bool, True for a positive."""
     in_subset: torch.Tensor
@@ -170,6 +173,11 @@ class TrainingData:
     @property
     def dtype(self) -> torch.dtype:
         return self.X.dtype
+
+    @property
+    def tabular(self) -> bool:
+        """Whether ``X`` is a matrix of shape (n, d), dense or sparse: what the logistic start can fit."""
+        return isinstance(self.X, torch.Tensor) and self.X.ndim == 2
 
     @property
     def sample(self) -> torch.Tensor:

@@ -4,8 +4,10 @@ r"""One epoch of Algorithm 1: its batches, each batch's ``A_b``, and one SGD ste
 and runs an epoch: full-batch gradient descent (one forward pass, ``A_b = A``), or minibatches
 drawn by :func:`.sampling.epoch_batches` with ``A_b`` taken where the plan of
 :mod:`.subset_size` says (the batch's own rows of ``A``, or a separate minibatch of ``A``,
-Algorithm 1's step 2). It also gives the loss on all the rows that selects a restart. The
-restarts around it are :mod:`._loop`'s; :mod:`._streaming` runs the same steps over a loader.
+Algorithm 1's step 2; a batch without a row of ``A`` always gets one, see :mod:`.sampling`).
+The rows are those of any input a model takes (a matrix, images, sequences, a dict of tensors),
+taken by :mod:`quantile_surrogate._utils.sparse`. It also gives the loss on all the rows that
+selects a restart. The restarts around it are :mod:`._loop`'s; :mod:`._streaming` runs the same steps over a loader.
 
 **Row weights are a column, not another loop.** Frequency weights ``w_i >= 0``
 (``train(..., sample_weight=)``) travel with the rows: every batch carries its rows' weights
@@ -25,13 +27,13 @@ from typing import NamedTuple
 import torch
 
 from .sampling import epoch_batches
-from .subset_size import SubsetPlan, subset_plan
+from .subset_size import SubsetPlan, separate_plan, subset_plan
 from ._state import TrainingData, TrainingSettings
-from .._utils.sparse import take_rows
+from .._utils.sparse import cat_rows, take_rows
 from ..losses.general import _FixedLabelsLoss
 from ..objectives import get_objective, objective_loss, training_loss
 
-__all__ = ["Batch", "EpochSteps"]
+__all__ = ["Batch", "EpochSteps", "parameters_changed"]
 
 NO_BATCH_MESSAGE = "The training data gave no batch in an epoch; pass at least one row."
 
@@ -55,6 +57,18 @@ class Batch(NamedTuple):
     weight_a: torch.Tensor | None = None
     constraint_rows: tuple | None = None
     """(rows, weights) of the step's constraint rows (:meth:`._constrained.ConstraintTerm.draw`), with constraints."""
+
+
+def parameters_changed() -> None:
+    """Drop autocast's copies of the parameters: call it after every in-place change of them (a step, a load).
+
+    Inside a caller's ``torch.autocast`` region (``with torch.autocast("cpu", dtype=torch.bfloat16): train(...)``)
+    autocast keeps the half-precision copy of every parameter it casts until the region ends
+    (``cache_enabled=True``, the default), and ``train`` runs all its steps in that one region: without this,
+    every forward pass after the first step would use the parameters of before it, and training would not move
+    (the loss curve stays flat). Outside autocast the cache is empty and this costs nothing.
+    """
+    torch.clear_autocast_cache()
 
 
 def _take(column: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
@@ -124,24 +138,46 @@ class EpochSteps:
             total = total + self.constraints.term(scores, None, out.threshold)
         total.backward()
         optimizer.step()
+        parameters_changed()
         return float(out.loss.detach()), _as_floats(out.threshold)
 
     # -- minibatches ----------------------------------------------------------------------
     @functools.cached_property
+    def subset_sizes(self) -> list[int]:
+        """``[|A|]``, or with groups every group's ``|A_g|`` (the groups with rows of ``A``)."""
+        data = self.data
+        sizes = [data.subset_index.numel()] if data.groups is None else torch.bincount(data.subset_groups).tolist()
+        return [size for size in sizes if size > 0]
+
+    @functools.cached_property
     def subset_plan(self) -> SubsetPlan:
         """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.subset_size.subset_plan`)."""
-        settings, data = self.settings, self.data
-        sizes = [data.subset_index.numel()] if data.groups is None else \
-            torch.bincount(data.subset_groups).tolist()
-        return subset_plan(data.n, settings.batch_size, [size for size in sizes if size > 0], settings.target,
+        settings = self.settings
+        return subset_plan(self.data.n, settings.batch_size, self.subset_sizes, settings.target,
                            settings.subset_batch_size, settings.subset_from_batch)
 
+    @functools.cached_property
+    def subset_codes(self) -> torch.Tensor:
+        """Per row, on the CPU: its group code (0 without groups) if it is in ``A``, else -1."""
+        data = self.data
+        codes = torch.full((data.n,), -1, dtype=torch.int64)
+        codes[data.subset_index.cpu()] = 0 if data.subset_groups is None else data.subset_groups.cpu()
+        return codes
+
     def epoch_batches(self, generator):
-        """One epoch's ``[(rows, subset_rows or None), ...]`` under :attr:`subset_plan`."""
-        plan, data = self.subset_plan, self.data
-        return epoch_batches(data.n, self.settings.batch_size, generator,
-                             subset_index=data.subset_index if plan.separate else None, subset_size=plan.size,
-                             subset_groups=data.subset_groups, per_group=plan.per_group)
+        """One epoch's ``[(rows, subset_rows or None), ...]`` under :attr:`subset_plan`.
+
+        Where the plan takes ``A_b`` from the batch, a batch without a row of ``A`` (of some group's
+        ``A``) gets the separate minibatch of :func:`.subset_size.separate_plan` (:mod:`.sampling`).
+        """
+        plan, data, settings = self.subset_plan, self.data, self.settings
+        codes = None
+        if not plan.separate:
+            codes = self.subset_codes
+            plan = separate_plan(self.subset_sizes, settings.target, settings.subset_batch_size)
+        return epoch_batches(data.n, settings.batch_size, generator, subset_index=data.subset_index,
+                             subset_size=plan.size, subset_groups=data.subset_groups, per_group=plan.per_group,
+                             subset_codes=codes)
 
     def _minibatch_epoch(self, model, optimizer, generator):
         data = self.data
@@ -197,7 +233,7 @@ class EpochSteps:
             weight_a = None if batch.weight is None else batch.weight[batch.in_subset]
         else:
             # One forward pass over both minibatches (a model's batch statistics see both).
-            both = batch.X if isinstance(batch.X_a, int) else torch.cat([batch.X, batch.X_a])
+            both = batch.X if isinstance(batch.X_a, int) else cat_rows(batch.X, batch.X_a)
             n_batch = batch.labels.shape[0]
             both = model(both).reshape(-1)
             scores, reference = both[:n_batch], both[n_batch:]
@@ -208,6 +244,7 @@ class EpochSteps:
             total = total + self.constraints.minibatch_term(model, *batch.constraint_rows, out.threshold)
         total.backward()
         optimizer.step()
+        parameters_changed()
         return out.loss.detach(), (out.threshold.detach() if reference.numel() else None)
 
 

@@ -7,6 +7,14 @@ Each pass over the iterable is one epoch. A batch is either
 - ``((X_b, y_b), (X_a, y_a))``: with a separate minibatch of ``A`` (Algorithm 1, step 2), as a
   loader with :class:`~quantile_surrogate.training.sampling.SubsetBatchSampler` gives.
 
+``X_b`` is whatever the model takes, as in the tensor path: a matrix, images ``(b, C, H, W)``,
+sequences, or a dict of tensors (a ``DataLoader`` collates a data set of ``(dict, label)``
+pairs into one), every batch with the same row shape. A batch ``(X_b, y_b)`` without a row of
+``A`` is skipped: its loss would have no threshold (and no gradient), and SGD would still move
+the parameters by its momentum and weight decay (:mod:`.sampling`: every step holds rows of
+``A``). A loader whose batches often lack ``A`` (``batch_size=32`` with a few per cent of
+positives) should take its separate minibatch from a ``SubsetBatchSampler``.
+
 The rows are never held together: before training, one pass checks every batch (types,
 shapes, finite features, binary labels, the separate minibatch in ``A``) and counts the
 rows; after each restart, one pass scores every batch for the full training loss that
@@ -28,7 +36,9 @@ import numpy as np
 import torch
 
 from ._steps import Batch, EpochSteps
-from .._utils.checks import check_training_data
+from .._utils.row_checks import check_rows
+from .._utils.rows import row_shape
+from .._utils.sparse import as_rows, slice_rows
 from ..objectives import get_objective, predict_scores, subset_mask
 
 __all__ = ["LoaderData", "LoaderSteps", "check_loader", "is_loader", "split_batch"]
@@ -42,7 +52,7 @@ UNSUPPORTED_MESSAGE = (
     "`{name}={value!r}` is not supported when `X` is a DataLoader or iterable of batches: {why}."
 )
 BATCH_MISMATCH_MESSAGE = (
-    "Batch {b} of `X` differs from batch 0 in its features, device, dtype or form (with or without a separate "
+    "Batch {b} of `X` differs from batch 0 in its row shape, device, dtype or form (with or without a separate "
     "minibatch of A); every batch must match."
 )
 SUBSET_BATCH_MESSAGE = (
@@ -59,13 +69,17 @@ def is_loader(X, y) -> bool:
 
 
 def split_batch(item):
-    """``(X_b, y_b, X_a, y_a)`` from one batch (``X_a``, ``y_a`` None without a separate minibatch of A)."""
+    """``(X_b, y_b, X_a, y_a)`` from one batch (``X_a``, ``y_a`` None without a separate minibatch of A).
+
+    A dict ``X_b`` (``X_a``) comes as a :class:`~quantile_surrogate._utils.rows.RowDict`.
+    """
     if isinstance(item, (tuple, list)) and len(item) == 2:
         first, second = item
-        if isinstance(first, torch.Tensor):
-            return first, second, None, None
+        if isinstance(first, (torch.Tensor, dict)):
+            return as_rows(first) if isinstance(first, dict) else first, second, None, None
         if all(isinstance(part, (tuple, list)) and len(part) == 2 for part in item):
-            return first[0], first[1], second[0], second[1]
+            X_b, X_a = (as_rows(X) if isinstance(X, dict) else X for X in (first[0], second[0]))
+            return X_b, first[1], X_a, second[1]
     got = type(item).__name__ + (f" of length {len(item)}" if isinstance(item, (tuple, list)) else "")
     raise TypeError(BATCH_MESSAGE.format(got=got))
 
@@ -76,7 +90,8 @@ class LoaderData:
 
     loader: Iterable
     n: int
-    n_features: int
+    row_shape: tuple | dict
+    """The shape of one row (:func:`~quantile_surrogate._utils.rows.row_shape`), the same in every batch."""
     device: torch.device
     dtype: torch.dtype
     sample: torch.Tensor
@@ -116,14 +131,14 @@ def check_loader(loader, objective: str) -> LoaderData:
     with torch.random.fork_rng(devices=[]):
         for b, item in enumerate(loader):
             X_b, y_b, X_a, y_a = split_batch(item)
-            labels = check_training_data(X_b, y_b, f"batch {b} X", f"batch {b} y")
+            labels = check_rows(X_b, y_b, f"batch {b} X", f"batch {b} y")
             if first is None:
-                first = (X_b.shape[1], X_b.device, X_b.dtype, X_a is not None, X_b[:2].clone())
-            if (X_b.shape[1], X_b.device, X_b.dtype, X_a is not None) != first[:4]:
+                first = (row_shape(X_b), X_b.device, X_b.dtype, X_a is not None, _sample(X_b))
+            if (row_shape(X_b), X_b.device, X_b.dtype, X_a is not None) != first[:4]:
                 raise ValueError(BATCH_MISMATCH_MESSAGE.format(b=b))
             if X_a is not None:
-                subset_labels = check_training_data(X_a, y_a, f"batch {b} X_a", f"batch {b} y_a")
-                if X_a.shape[1:] != X_b.shape[1:] or not bool(subset_mask(subset_labels, objective).all()):
+                subset_labels = check_rows(X_a, y_a, f"batch {b} X_a", f"batch {b} y_a")
+                if row_shape(X_a) != row_shape(X_b) or not bool(subset_mask(subset_labels, objective).all()):
                     raise ValueError(SUBSET_BATCH_MESSAGE.format(b=b, subset=spec.subset, objective=objective))
                 has_subset = has_subset or X_a.shape[0] > 0
             has_subset = has_subset or bool(subset_mask(labels, objective).any())
@@ -133,6 +148,13 @@ def check_loader(loader, objective: str) -> LoaderData:
     if not has_subset:
         raise ValueError(LOADER_NO_SUBSET_MESSAGE.format(subset=spec.subset, objective=objective))
     return LoaderData(loader, n, first[0], first[1], first[2], first[4], first[3])
+
+
+def _sample(X):
+    """The first two rows of a batch, copied (a loader may reuse its memory)."""
+    if isinstance(X, torch.Tensor):
+        return X[:2].clone()
+    return type(X)({key: value.clone() for key, value in slice_rows(X, 0, 2).items()})
 
 
 class LoaderSteps(EpochSteps):
@@ -145,7 +167,10 @@ class LoaderSteps(EpochSteps):
             for item in self.data.loader:
                 X_b, y_b, X_a, _ = split_batch(item)
                 labels = y_b.bool()
-                yield Batch(X_b, labels, subset_mask(labels, objective) if X_a is None else None, X_a)
+                in_subset = subset_mask(labels, objective) if X_a is None else None
+                if in_subset is not None and not bool(in_subset.any()):
+                    continue  # no row of A: no threshold, and no step (see the module docstring)
+                yield Batch(X_b, labels, in_subset, X_a)
 
         return self.run_steps(model, optimizer, steps())
 

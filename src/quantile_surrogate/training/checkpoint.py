@@ -61,6 +61,8 @@ NOT_A_FILE_MESSAGE = (
 
 
 def _hash_tensor(tensor: torch.Tensor) -> str:
+    if isinstance(tensor, dict):  # a dict input (RowDict): each value with its key, the keys in a fixed order
+        return repr(sorted((repr(key), _hash_tensor(value)) for key, value in tensor.items()))
     if tensor.layout == torch.sparse_csr:  # its three arrays (and its shape, in the row pointer's and columns')
         return repr([tuple(tensor.shape)] + [_hash_tensor(part) for part in
                                              (tensor.crow_indices(), tensor.col_indices(), tensor.values())])
@@ -75,15 +77,15 @@ def fingerprint(settings: TrainingSettings, tensors: dict, random_state, archite
     """sha256 per part of a fit: the settings, the seed, the architecture and each data tensor.
 
     ``tensors`` maps names (``"X"``, ``"y"``, ``"groups"``, ``"validation"``, ...) to a
-    tensor, a tuple of tensors, or None; every one of them is hashed byte for byte (dtype
-    and shape included). Returns ``{part: hex digest}``.
+    tensor, a dict of tensors (a dict input), a tuple of them, or None; every tensor is hashed
+    byte for byte (dtype and shape included; a dict's keys too). Returns ``{part: hex digest}``.
     """
     settings = {k: (repr(v) if callable(v) else v) for k, v in asdict(settings).items()}
     parts = {"settings": repr(sorted(settings.items())), "random_state": repr(random_state),
              "architecture": architecture}
     key = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in parts.items()}
     for name, value in tensors.items():
-        values = () if value is None else (value,) if isinstance(value, torch.Tensor) else tuple(value)
+        values = () if value is None else (value,) if isinstance(value, (torch.Tensor, dict)) else tuple(value)
         key[name] = hashlib.sha256(repr([_hash_tensor(t) for t in values]).encode()).hexdigest()
     return key
 

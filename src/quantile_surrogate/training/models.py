@@ -274,6 +274,8 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
         return F.binary_cross_entropy_with_logits(scores, target) + 0.5 * alpha * sum((w * w).sum() for w in weights)
 
     def closure():
+        # L-BFGS changed the parameters in place: drop autocast's stale copies (training._steps.parameters_changed).
+        torch.clear_autocast_cache()
         optimizer.zero_grad()
         loss = objective()
         loss.backward()
@@ -282,5 +284,6 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     optimizer.step(closure)  # returns the objective at the start, not at the end
     # Evaluated once more at the solution; the forked RNG keeps a dropout layer from shifting later draws.
     devices = [X.device.index or 0] if X.device.type == "cuda" else []
+    torch.clear_autocast_cache()
     with torch.no_grad(), torch.random.fork_rng(devices=devices):
         return float(objective())

@@ -14,6 +14,33 @@ group's threshold has rows in every step. :func:`~quantile_surrogate.training.su
 decides, once per fit, whether a step draws a separate minibatch of ``A`` and how many rows.
 :class:`SubsetBatchSampler` serves
 the same batches to a :class:`torch.utils.data.DataLoader`, for data sets read one batch at a time.
+
+**Every step holds rows of A.** A step's threshold is a quantile of its rows of ``A`` (of each
+group's ``A``, with groups); without any, the loss has no threshold and no gradient, and SGD
+would still move the parameters by its momentum and weight decay. So no step runs without them:
+
+- a separate minibatch of ``A`` (the default wherever a batch holds fewer rows of ``A`` than
+  the threshold needs, e.g. ``batch_size=32`` with 10 % positives at recall 0.9; any
+  ``subset_batch_size``) has ``m >= 1`` rows of ``A`` in every step, and at least one of every
+  group's (:func:`group_shares`, capped at the group's rows);
+- where ``A_b`` is the batch's own rows of ``A`` (``subset_from_batch=True``, or batches that
+  hold enough of ``A`` in expectation), a batch without a row of ``A`` (of some group's ``A``),
+  the last and shorter batch of an epoch say, draws a separate minibatch for its step
+  (:func:`batches_without_subset`, of the size of
+  :func:`~quantile_surrogate.training.subset_size.separate_plan`);
+- full-batch training takes all of ``A``; a loader's batch ``(X_b, y_b)`` without a row of ``A``
+  is skipped (:mod:`quantile_surrogate.training._streaming`).
+
+The cost is the rows of the separate minibatch, forwarded and back-propagated with the batch's:
+``m`` more rows per step, by default ``m = min(|A|, ceil(50 / min(c, 1 - c)))``
+(:func:`~quantile_surrogate.training.subset_size.subset_plan`; with groups, the sum of every
+group's). At ``batch_size=32`` and ``target=0.9`` with ``|A| >= 500`` that is 500 rows beside the
+batch's 32, 16 times the rows of a step; on the 1797 digits with 180 positives, 180 (all of
+``A``). ``subset_batch_size`` lowers it (the threshold is noisier: relative error
+``1 / sqrt(m min(c, 1 - c))``), and so does ``subset_from_batch=True``: only the batches without
+a row of ``A`` draw it, a share ``(1 - |A| / n)^B`` of the steps (``0.9^32`` = 3.4 %, so 17 rows
+per step on average at ``m = 500``), plus one pass over the epoch's row indices on the CPU to
+find them.
 """
 
 from __future__ import annotations
@@ -27,7 +54,8 @@ from .._utils.checks import check_group_codes, check_integer, check_labels, chec
 from ..objectives import get_objective, subset_mask
 from .subset_size import default_subset_batch_size
 
-__all__ = ["MIN_GROUP_SUBSET_ROWS", "SubsetBatchSampler", "epoch_batches", "group_shares", "subset_batches"]
+__all__ = ["MIN_GROUP_SUBSET_ROWS", "SubsetBatchSampler", "batches_without_subset", "epoch_batches", "group_shares",
+           "subset_batches"]
 
 #: With groups, each group's share of the separate minibatch of A is at least this many rows
 #: (at most ``subset_batch_size``; all of its rows of A if it has fewer): a rare group's quantile
@@ -129,15 +157,19 @@ def subset_batches(subset_index: torch.Tensor, n_batches: int, subset_size: int,
 
 
 def epoch_batches(n: int, batch_size: int, generator: torch.Generator, *, subset_index: torch.Tensor | None = None,
-                  subset_size: int | None = None, subset_groups: torch.Tensor | None = None, per_group: bool = False):
+                  subset_size: int | None = None, subset_groups: torch.Tensor | None = None, per_group: bool = False,
+                  subset_codes: torch.Tensor | None = None):
     """One epoch of Algorithm 1's minibatches as ``[(rows, subset_rows), ...]`` index tensors.
 
     ``rows`` is a shuffled pass over ``range(n)`` in slices of ``batch_size`` (the last one
     shorter); ``subset_rows`` is the separate minibatch of ``A``
     (:func:`subset_batches` with ``subset_size`` rows, ``per_group`` as there), or None when ``subset_index`` is None
-    (``A_b`` is then taken from the batch itself). The batch permutation is drawn first,
-    then the subset stream, both from ``generator``, so the same generator state gives the
-    same epoch (what :func:`~quantile_surrogate.training.train`'s checkpoints rely on).
+    (``A_b`` is then taken from the batch itself). With ``subset_codes``, ``A_b`` is taken from
+    the batch, except in the batches that :func:`batches_without_subset` finds: only they get a
+    separate minibatch, so that every step has rows of ``A`` (of every group's ``A``). The batch
+    permutation is drawn first, then the subset stream, both from ``generator``, so the same
+    generator state gives the same epoch (what :func:`~quantile_surrogate.training.train`'s
+    checkpoints rely on); an epoch whose every batch holds ``A`` draws no subset stream.
 
     Parameters
     ----------
@@ -151,6 +183,8 @@ def epoch_batches(n: int, batch_size: int, generator: torch.Generator, *, subset
         The rows of ``A``; None takes ``A_b`` from the batch (no separate minibatch).
     subset_size, subset_groups, per_group
         As in :func:`subset_batches`.
+    subset_codes : int64 Tensor of shape (n,), optional
+        As in :func:`batches_without_subset`: ``A_b`` from the batch where it has rows of ``A``.
 
     Returns
     -------
@@ -171,8 +205,48 @@ def epoch_batches(n: int, batch_size: int, generator: torch.Generator, *, subset
     batches = torch.randperm(n, generator=generator).split(batch_size)
     if subset_index is None:
         return [(rows, None) for rows in batches]
+    if subset_codes is not None:
+        lacking = batches_without_subset(batches, subset_codes)
+        drawn = subset_batches(subset_index, len(lacking), subset_size, generator, subset_groups, per_group) \
+            if lacking else []
+        separate = dict(zip(lacking, drawn))
+        return [(rows, separate.get(b)) for b, rows in enumerate(batches)]
     subsets = subset_batches(subset_index, len(batches), subset_size, generator, subset_groups, per_group)
     return list(zip(batches, subsets))
+
+
+def batches_without_subset(batches, subset_codes: torch.Tensor) -> list[int]:
+    """The indices of the batches without a row of ``A``, or without one of some group's ``A``.
+
+    Parameters
+    ----------
+    batches : sequence of int64 Tensor
+        Row indices of each batch (on the CPU).
+    subset_codes : int64 Tensor of shape (n,)
+        Per row: its group code (0 without groups) if it is in ``A``, else -1.
+
+    Returns
+    -------
+    list of int
+        In increasing order; empty when every batch holds a row of every group of ``A``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> codes = torch.tensor([-1, 0, -1, 1, -1, 0])  # rows 1 and 5 in A of group 0, row 3 in A of group 1
+    >>> batches_without_subset([torch.tensor([0, 1, 3]), torch.tensor([2, 5]), torch.tensor([4])], codes)
+    [1, 2]
+    """
+    groups = torch.unique(subset_codes[subset_codes >= 0])
+    width = int(groups.max()) + 1
+    sizes = torch.tensor([rows.numel() for rows in batches])
+    batch_of = torch.repeat_interleave(torch.arange(len(batches)), sizes)
+    codes = subset_codes[torch.cat(list(batches))]
+    inside = codes >= 0
+    seen = torch.zeros(len(batches) * width, dtype=torch.bool)
+    seen[batch_of[inside] * width + codes[inside]] = True
+    missing = ~seen.view(len(batches), width)[:, groups]
+    return torch.nonzero(missing.any(1)).reshape(-1).tolist()
 
 
 class SubsetBatchSampler(Sampler):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["TAIL_ROWS", "SubsetPlan", "default_subset_batch_size", "subset_plan"]
+__all__ = ["TAIL_ROWS", "SubsetPlan", "default_subset_batch_size", "separate_plan", "subset_plan"]
 
 #: ``k`` of :func:`default_subset_batch_size`: the rows of the minibatch of ``A`` expected beyond the
 #: quantile level. The relative standard error of the rate that the estimated threshold gives is
@@ -137,11 +137,51 @@ def subset_plan(n: int, batch_size: int, subset_sizes, target: float, subset_bat
     if subset_from_batch:
         return SubsetPlan(separate=False)
     if subset_batch_size is not None:
-        return SubsetPlan(separate=True, size=int(subset_batch_size))
+        return separate_plan(subset_sizes, target, subset_batch_size, tail_rows)
     sizes = [int(size) for size in subset_sizes]
     needed = [default_subset_batch_size(size, target, tail_rows) for size in sizes]
     if all(batch_size * size >= need * n for size, need in zip(sizes, needed)):
         return SubsetPlan(separate=False)
+    return separate_plan(sizes, target, None, tail_rows)
+
+
+def separate_plan(subset_sizes, target: float, subset_batch_size: int | None = None,
+                  tail_rows: int = TAIL_ROWS) -> SubsetPlan:
+    r"""The separate minibatch of ``A`` that a step draws: ``subset_batch_size`` rows, or the rule's.
+
+    :func:`subset_plan`'s plan when it draws one; also the minibatch that a step whose batch
+    holds no row of ``A`` (of a group's ``A``) draws where the plan takes ``A_b`` from the
+    batch (:func:`~quantile_surrogate.training.sampling.epoch_batches`), so that every step
+    has a threshold.
+
+    Parameters
+    ----------
+    subset_sizes : list of int
+        ``[|A|]``, or with groups every group's ``|A_g|``.
+    target : float
+        The objective's target ``c``.
+    subset_batch_size : int or None
+        Rows in all (the groups sharing them by :func:`~quantile_surrogate.training.sampling.group_shares`);
+        None: ``m_g = min(|A_g|, ceil(k / min(c, 1 - c)))`` rows of every group
+        (:func:`default_subset_batch_size`; ``per_group`` with more than one group).
+    tail_rows : int
+        ``k`` of :func:`default_subset_batch_size`.
+
+    Returns
+    -------
+    SubsetPlan
+        With ``separate=True``.
+
+    Examples
+    --------
+    >>> separate_plan([80_000], 0.95)
+    SubsetPlan(separate=True, size=1000, per_group=False)
+    >>> separate_plan([300, 5_000], 0.9)          # every group the rule's rows (all of its A if fewer)
+    SubsetPlan(separate=True, size=500, per_group=True)
+    """
+    if subset_batch_size is not None:
+        return SubsetPlan(separate=True, size=int(subset_batch_size))
+    sizes = [int(size) for size in subset_sizes]
     if len(sizes) == 1:
-        return SubsetPlan(separate=True, size=needed[0])
+        return SubsetPlan(separate=True, size=default_subset_batch_size(sizes[0], target, tail_rows))
     return SubsetPlan(separate=True, size=default_subset_batch_size(max(sizes), target, tail_rows), per_group=True)
