@@ -147,6 +147,14 @@ def _bin_counts(keys: np.ndarray, edges: list[int]) -> np.ndarray:
     return np.diff(np.append(below, last)).astype(np.int64)
 
 
+def rank_bin(counts: np.ndarray, below: int, rank: int) -> tuple[int, int]:
+    """``(j, below_j)``: the first bin whose cumulative count (from ``below``, the count under the bins) reaches
+    the 1-based ``rank``, and the count under that bin; the refinement step of :func:`select_ranks`."""
+    through = below + np.cumsum(counts)
+    j = int(np.searchsorted(through, rank, side="left"))
+    return j, int(through[j] - counts[j])
+
+
 def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, int],
                  bins: int = SELECTION_BINS) -> list[int]:
     """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
@@ -168,9 +176,8 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
         for slot, (i, e) in enumerate(zip(active, edges)):
             counts = total[:len(e) - 1]
             total = total[len(e) - 1:]
-            through = state[i][2] + np.cumsum(counts)
-            j = int(np.searchsorted(through, ranks[i], side="left"))  # first bin reaching the rank
-            picked.append((i, int(through[j] - counts[j])))
+            j, below = rank_bin(counts, state[i][2], ranks[i])
+            picked.append((i, below))
             start = int(np.searchsorted(keys, np.uint64(e[j]), side="left"))
             stop = int(np.searchsorted(keys, np.uint64(e[j + 1] - 1), side="right"))
             if stop > start:

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from .._utils.checks import check_target
-from ..boosting._collective import SELECTION_BINS, _bin_counts, _edges, float_keys, key_values
+from ..boosting._collective import SELECTION_BINS, _bin_counts, _edges, float_keys, key_values, rank_bin
 from ..objectives import get_objective
 from ..objectives.thresholds import (EMPTY_CONSTRAINT_MESSAGE, TIE_POLICY, TIED_SCORES_MESSAGE, TiedScoresWarning,
                                      allowed_count)
@@ -107,9 +107,8 @@ def dask_select_keys(client, key_blocks, ranks, span, bins: int = SELECTION_BINS
             counts = np.sum([part[slot][0] for part in parts], axis=0)
             lows = np.minimum.reduce([part[slot][1] for part in parts])
             highs = np.maximum.reduce([part[slot][2] for part in parts])
-            through = state[i][2] + np.cumsum(counts)
-            j = int(np.searchsorted(through, ranks[i], side="left"))  # first bin reaching the rank
-            state[i] = [int(lows[j]), int(highs[j]), int(through[j] - counts[j])]
+            j, below = rank_bin(counts, state[i][2], ranks[i])
+            state[i] = [int(lows[j]), int(highs[j]), below]
 
 
 def _per_partition(function, scores, labels, *args) -> list:
