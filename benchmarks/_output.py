@@ -1,17 +1,15 @@
 """Small helpers shared by the benchmark commands: name lists from the command line, mean ± s.e., safe writing.
 
-Kept free of torch and the library, so that a benchmark that needs neither loads neither.
+The writing goes through the library's ``atomic_writes``; the rest needs neither torch nor the library.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["names", "mean_se", "write_results"]
+__all__ = ["names", "mean_se", "out_problem", "write_results"]
 
 
 def names(text, known, option: str) -> list:
@@ -33,19 +31,29 @@ def mean_se(values) -> str:
     return f"{values.mean():.3f} ± {se:.3f}"
 
 
+def out_problem(out, data_dir=None) -> str | None:
+    """Why ``--out`` cannot be written (not a .csv, it or its .md exists, inside ``data_dir``), or None.
+
+    Results are never overwritten, and nothing is written into the shared data folder.
+    """
+    path = Path(out).resolve()
+    if path.suffix != ".csv":
+        return f"--out must name a .csv file; got {out}"
+    if path.exists() or path.with_suffix(".md").exists():
+        return f"--out {out} (or its .md) exists; name a new file (results are never overwritten)"
+    if data_dir is not None and path.is_relative_to(Path(data_dir).resolve()):
+        return f"--out {out} is inside the data folder {data_dir}; write elsewhere"
+    return None
+
+
 def write_results(frame, text: str, out) -> None:
-    """The CSV at ``out`` and the summary beside it (.md), each written to a temporary file then moved in place.
+    """The CSV at ``out`` and the summary beside it (.md), all or nothing (the library's ``atomic_writes``).
 
     An interrupted write leaves neither a half-written file nor a stray temporary one.
     """
+    from quantile_surrogate._utils.files import atomic_writes  # the library's one home for safe writes
+
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    for path, content in ((out, frame.to_csv(index=False)), (out.with_suffix(".md"), text)):
-        handle = tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False)
-        try:
-            with handle:
-                handle.write(content)
-            os.replace(handle.name, path)
-        except BaseException:
-            Path(handle.name).unlink(missing_ok=True)
-            raise
+    atomic_writes([(out, lambda path: frame.to_csv(path, index=False)),
+                   (out.with_suffix(".md"), lambda path: Path(path).write_text(text))])

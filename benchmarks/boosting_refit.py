@@ -34,6 +34,7 @@ from sklearn.datasets import make_classification
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_data  # noqa: E402  (benchmarks/real_data.py: its methods, scoring and summary)
+from _output import out_problem  # noqa: E402
 from quantile_surrogate._utils.files import atomic_writes  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -88,8 +89,9 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV of the per-split rows (and a .md beside it); never overwritten")
     args = parser.parse_args(argv)
-    if args.out is not None and (args.out.exists() or args.out.with_suffix(".md").exists()):
-        parser.error(f"--out {args.out} (or its .md) exists; name a new file")
+    problem = None if args.out is None else out_problem(args.out)
+    if problem:
+        parser.error(problem)
     sets = ["synthetic40k"] if args.quick else args.sets.split(",")
     frame = run(sets, 2 if args.quick else args.splits, args.data, args.quick)
     text = summary(frame)

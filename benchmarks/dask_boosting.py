@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._output import mean_se, names, write_results  # noqa: E402
+from benchmarks._output import mean_se, names, out_problem, write_results  # noqa: E402
 from quantile_surrogate import DaskQuantileBoostingClassifier, QuantileBoostingClassifier  # noqa: E402
 from quantile_surrogate.boosting import xgboost_objective  # noqa: E402
 from quantile_surrogate.boosting._distributed import DISTRIBUTED_ESTIMATORS  # noqa: E402
@@ -234,8 +234,9 @@ def parse(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV (and a .md summary beside it); never overwritten")
     args = parser.parse_args(argv)
-    if args.out is not None and (args.out.exists() or args.out.with_suffix(".md").exists()):
-        parser.error(f"--out {args.out} (or its .md) exists; name a new file")
+    problem = None if args.out is None else out_problem(args.out)
+    if problem:
+        parser.error(problem)
     args.workers = [int(w) for w in names(args.workers, WORKERS, "--workers")]
     if args.quick:
         vars(args).update(QUICK)

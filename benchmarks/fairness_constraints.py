@@ -75,7 +75,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fairness_comparison import _logistic  # noqa: E402
-from benchmarks._output import mean_se, names, write_results  # noqa: E402
+from benchmarks._output import mean_se, names, out_problem, write_results  # noqa: E402
 from benchmarks.real_data_targets import paired  # noqa: E402
 from quantile_surrogate.objectives.thresholds import constraint_threshold, group_constraint_thresholds  # noqa: E402
 
@@ -317,14 +317,9 @@ def main(argv=None):
     if "qc" in methods and not has_constraints():
         parser.error("--methods qc needs QuantileClassifier(constraints=...), which this version lacks; "
                      "leave qc out (e.g. --methods lr,lr_groups,eg,eg_ties)")
-    if args.out is not None:
-        out = Path(args.out).resolve()
-        if out.suffix != ".csv":
-            parser.error(f"--out must name a .csv file; got {args.out}")
-        if out.exists() or out.with_suffix(".md").exists():
-            parser.error(f"--out {args.out} (or its .md) exists; name a new file (results are never overwritten)")
-        if out.is_relative_to(Path(args.data_dir).resolve()):
-            parser.error(f"--out {args.out} is inside the data folder {args.data_dir}; write elsewhere")
+    problem = None if args.out is None else out_problem(args.out, args.data_dir)
+    if problem:
+        parser.error(problem)
     frame = run(pairs, tasks, methods, splits=splits, quick=args.quick, progress=args.progress,
                 data_dir=args.data_dir)
     text = summary(frame)

@@ -65,7 +65,7 @@ import xgboost
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._output import mean_se, names, write_results  # noqa: E402
+from benchmarks._output import mean_se, names, out_problem, write_results  # noqa: E402
 from benchmarks.real_data_targets import paired  # noqa: E402
 from quantile_surrogate.metrics import bootstrap_over_queries, ndcg_at_k, precision_at_k_per_query  # noqa: E402
 
@@ -338,14 +338,9 @@ def main(argv=None):
         parser.error(str(error))
     if repeats < 1:
         parser.error(f"--repeats must be >= 1; got {repeats}")
-    if args.out is not None:
-        out = Path(args.out).resolve()
-        if out.suffix != ".csv":
-            parser.error(f"--out must name a .csv file; got {args.out}")
-        if out.exists() or out.with_suffix(".md").exists():
-            parser.error(f"--out {args.out} (or its .md) exists; name a new file (results are never overwritten)")
-        if out.is_relative_to(Path(args.data_dir).resolve()):
-            parser.error(f"--out {args.out} is inside the data folder {args.data_dir}; write elsewhere")
+    problem = None if args.out is None else out_problem(args.out, args.data_dir)
+    if problem:
+        parser.error(problem)
     if not has_data(args.data_dir):
         parser.error(f"no lightgbm_rank/rank.train(.query) under {args.data_dir} (see ../shared/data/README.md)")
     if "qr" in methods and not has_ranker():

@@ -24,7 +24,19 @@ def test_write_results_leaves_no_file_when_the_move_fails(tmp_path, monkeypatch)
     def fail(*_):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output.os, "replace", fail)
+    import quantile_surrogate._utils.files as files
+
+    monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(KeyboardInterrupt):
         output.write_results(frame, "# other", tmp_path / "s.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.md"]  # no s.csv, no temporary file
+
+
+def test_out_problem_refuses_other_suffixes_existing_files_and_the_data_folder(tmp_path):
+    (tmp_path / "old.md").write_text("x")
+    data = tmp_path / "data"
+    data.mkdir()
+    assert output.out_problem(tmp_path / "new.csv", data) is None
+    assert "must name a .csv" in output.out_problem(tmp_path / "new.txt")
+    assert "exists" in output.out_problem(tmp_path / "old.csv")
+    assert "inside the data folder" in output.out_problem(data / "r.csv", data)

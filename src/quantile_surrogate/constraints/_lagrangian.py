@@ -16,6 +16,8 @@ in each group has one multiplier per group, a gap one multiplier.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._utils.checks import check_groups, check_labels, check_number, check_option, check_scores
@@ -85,8 +87,25 @@ class ConstraintSet:
         """Set every multiplier back to 0 (a new restart)."""
         self._multipliers = [torch.zeros_like(m) for m in self._multipliers]
 
-    def _excess(self, constraint, scores, labels, threshold, groups, weight, exact):
-        """The constraint's excess over its bound (shape (G,) in each group, else (1,)) and the groups it saw.
+    def _rates(self, constraint, scores, labels, threshold, groups, weight, exact):
+        """``(high, low, counts)``: the rates the excess reads (exact, smoothed, or the bounds), per group."""
+        grouped = constraint.needs_groups
+        kw = dict(groups=groups if grouped else None, n_groups=self.n_groups if grouped else None, weight=weight)
+        if exact or self.surrogate == "sigmoid":
+            rates, counts = (exact_rates if exact else smooth_rates)(scores, labels, threshold, constraint.rate, **kw)
+            return rates, rates, counts
+        high = low = None  # only the bound(s) the excess reads: the upper for a ceiling, the lower for a floor
+        if constraint.at_most is not None:
+            high, counts = bound_rates(scores, labels, threshold, constraint.rate, upper=True,
+                                       surrogate=self.surrogate, **kw)
+        if constraint.at_least is not None or constraint.scope == "gap":
+            low, counts = bound_rates(scores, labels, threshold, constraint.rate, upper=False,
+                                      surrogate=self.surrogate, **kw)
+        return high, low, counts
+
+    @staticmethod
+    def _excess_of(constraint, high, low, seen):
+        """The constraint's excess over its bound, shape (G,) in each group, else (1,) (0 where unmeasured).
 
         A gap has one multiplier, on :math:`\\max_g r_g - \\min_g r_g`: its direction follows whichever
         group is ahead now. One multiplier per ordered pair (:math:`r_g - r_h \\le v`) was tried and
@@ -94,29 +113,18 @@ class ConstraintSet:
         (on the synthetic set of ``tests/training/test_constrained.py``, the last 50 epochs' mean gap
         0.21-0.26 full-batch against 0.06-0.17 with one multiplier).
         """
-        grouped = constraint.needs_groups
-        kw = dict(groups=groups if grouped else None, n_groups=self.n_groups if grouped else None, weight=weight)
-        if exact:
-            low, seen = exact_rates(scores, labels, threshold, constraint.rate, **kw)
-            high = low
-        elif self.surrogate == "sigmoid":
-            low, seen = smooth_rates(scores, labels, threshold, constraint.rate, **kw)
-            high = low
-        else:  # only the bound(s) the excess reads: the upper for a ceiling, the lower for a floor, both for a gap
-            high = low = None
-            if constraint.at_most is not None:
-                high, seen = bound_rates(scores, labels, threshold, constraint.rate, upper=True,
-                                         surrogate=self.surrogate, **kw)
-            if constraint.at_least is not None or constraint.scope == "gap":
-                low, seen = bound_rates(scores, labels, threshold, constraint.rate, upper=False,
-                                        surrogate=self.surrogate, **kw)
-        seen = seen > 0
         if constraint.scope == "gap":
             if int(seen.sum()) < 2:  # fewer than two groups in these rows: no gap to measure
-                return torch.zeros(1, dtype=scores.dtype, device=scores.device), seen
-            return (high[seen].max() - low[seen].min() - constraint.at_most).reshape(1), seen
+                return low.new_zeros(1)
+            return (high[seen].max() - low[seen].min() - constraint.at_most).reshape(1)
         excess = high - constraint.at_most if constraint.at_most is not None else constraint.at_least - low
-        return torch.where(seen, excess, torch.zeros_like(excess)), seen
+        return torch.where(seen, excess, torch.zeros_like(excess))
+
+    def _excess(self, constraint, scores, labels, threshold, groups, weight, exact):
+        """The constraint's excess over its bound (:meth:`_excess_of`) and the groups it saw."""
+        high, low, counts = self._rates(constraint, scores, labels, threshold, groups, weight, exact)
+        seen = counts > 0
+        return self._excess_of(constraint, high, low, seen), seen
 
     def _check(self, scores, labels, groups, weight=None):
         scores = check_scores(scores)
@@ -162,7 +170,9 @@ class ConstraintSet:
             scores, labels, groups, weight = self._check(scores, labels, groups, weight)
             record = []
             for j, constraint in enumerate(self.constraints):
-                excess, seen = self._excess(constraint, scores, labels, threshold, groups, weight, exact=True)
+                rates, _, counts = self._rates(constraint, scores, labels, threshold, groups, weight, exact=True)
+                seen = counts > 0
+                excess = self._excess_of(constraint, rates, rates, seen)
                 if step:
                     self._multipliers[j] = (self._multipliers[j] + self.step_size * excess.double().cpu()).clamp(min=0.0)
                 bound = constraint.at_most if constraint.at_most is not None else constraint.at_least
@@ -170,19 +180,17 @@ class ConstraintSet:
                 if constraint.scope == "gap" and int(seen.sum()) < 2:
                     value = torch.full_like(value, float("nan"))  # no gap in rows of one group (the excess: 0)
                 many = constraint.scope == "each_group"
-                noise = self._noise(constraint, scores, labels, threshold, groups, weight)
+                noise = self._noise(constraint, rates, counts)
                 record.append(dict(name=constraint.name, value=value.tolist() if many else float(value[0]),
                                    excess=excess.tolist() if many else float(excess[0]),
                                    noise=noise.tolist() if many else float(noise[0]),
                                    multiplier=self.multipliers[j]))
         return record
 
-    def _noise(self, constraint, scores, labels, threshold, groups, weight) -> torch.Tensor:
+    @staticmethod
+    def _noise(constraint, rates, counts) -> torch.Tensor:
         """The binomial standard error of the exact value: :math:`\\sqrt{r (1 - r) / n}` per rate (``n`` its
         counted rows' weight), for a gap that of the largest minus the smallest group's rate."""
-        grouped = constraint.needs_groups
-        rates, counts = exact_rates(scores, labels, threshold, constraint.rate, groups=groups if grouped else None,
-                                    n_groups=self.n_groups if grouped else None, weight=weight)
         seen = counts > 0
         se = torch.where(seen, (rates * (1 - rates) / torch.where(seen, counts, torch.ones_like(counts))).sqrt(),
                          torch.zeros_like(rates))
@@ -190,8 +198,8 @@ class ConstraintSet:
             return se
         if int(seen.sum()) < 2:
             return se.new_zeros(1)
-        masked = torch.where(seen, rates, torch.full_like(rates, float("nan")))
-        high, low = int(torch.nan_to_num(masked, nan=-1.0).argmax()), int(torch.nan_to_num(masked, nan=2.0).argmin())
+        high = int(torch.where(seen, rates, torch.full_like(rates, -math.inf)).argmax())
+        low = int(torch.where(seen, rates, torch.full_like(rates, math.inf)).argmin())
         return (se[high] ** 2 + se[low] ** 2).sqrt().reshape(1)
 
 

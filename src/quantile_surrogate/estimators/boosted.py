@@ -322,6 +322,15 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         return self.refit == "auto" or bool(self.refit)
 
     # -- the estimator API --------------------------------------------------------------------
+    def _adopt_booster(self, engine, start, booster, k: int, bandwidth, curve) -> None:
+        """The fitted model: ``booster`` cut after ``k`` quantile rounds over the start's trees, with its counts."""
+        self.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
+        self.backend_ = engine.name
+        self.bandwidth_ = bandwidth
+        self.n_logloss_estimators_ = engine.n_trees(start)
+        self.best_iteration_ = engine.n_trees(self.booster_) - self.n_logloss_estimators_
+        self.validation_curve_ = curve
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sample_weight=None, sensitive_features=None):
         """Fit on ``X`` (n, d) and two-class ``y`` (n,); ``sensitive_features`` (n,) asks for the constraint in every group.
@@ -351,12 +360,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
             start, booster, bandwidth = self._fit_path(engine, X, y01, codes, target, k, weight=weight)
         else:  # keep the first validation run's model, cut after k quantile rounds
             start, booster, bandwidth = kept
-        self.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
-        self.backend_ = engine.name
-        self.bandwidth_ = bandwidth
-        self.n_logloss_estimators_ = engine.n_trees(start)
-        self.best_iteration_ = engine.n_trees(self.booster_) - self.n_logloss_estimators_
-        self.validation_curve_ = curve
+        self._adopt_booster(engine, start, booster, k, bandwidth, curve)
         scores = engine.margins(self.booster_, X)
         if not np.isfinite(scores).all():
             raise TrainingDivergedError("the boosted model's scores", "on the training rows", self.learning_rate)

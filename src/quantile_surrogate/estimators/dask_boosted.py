@@ -366,12 +366,7 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
             start, booster, bandwidth = self._fit_path(path, X, y01, np.arange(counts.shape[0]), counts, target, k)
         else:  # the first split's model, cut after k quantile rounds
             start, booster, bandwidth = kept
-        self.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
-        self.backend_ = engine.name
-        self.bandwidth_ = bandwidth
-        self.n_logloss_estimators_ = engine.n_trees(start)
-        self.best_iteration_ = engine.n_trees(self.booster_) - self.n_logloss_estimators_
-        self.validation_curve_ = curve
+        QuantileBoostingClassifier._adopt_booster(self, engine, start, booster, k, bandwidth, curve)
         scores = client.persist(path.margins(self.booster_, X))
         if not client.compute(da.isfinite(scores).all()).result():
             raise TrainingDivergedError("the boosted model's scores", "on the training rows", self.learning_rate)

@@ -25,7 +25,7 @@ from ..selection._start_rule import select_rounds
 from ._boosting_backends import BACKENDS, make_backend
 from ._ranker_paths import BoostedPath, LinearModel, LinearPath
 from ._threshold import refuse_text_columns, short_input_errors
-from .boosted import AUTO_SINGLE_SPLIT_ROWS
+from .boosted import AUTO_SINGLE_SPLIT_ROWS, QuantileBoostingClassifier
 
 __all__ = ["QuantileRanker", "GROUP_QUERY_MESSAGE", "QUERY_LENGTH_MESSAGE", "GRADED_LABELS_MESSAGE",
            "NO_MIXED_QUERY_MESSAGE", "NO_LARGE_QUERY_MESSAGE"]
@@ -168,21 +168,13 @@ class QuantileRanker(BaseEstimator):
         "bandwidth": [Interval(Real, 0, None, closed="neither")],
         "surrogate": [StrOptions(set(SURROGATES))],
         "model": [StrOptions({"lightgbm", "xgboost", "linear"})],
-        "n_estimators": [Interval(Integral, 1, None, closed="left")],
         "n_quantile_estimators": [Interval(Integral, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
-        "max_depth": [Interval(Integral, None, None, closed="neither"), None],
-        "min_child_samples": [Interval(Integral, 1, None, closed="left"), None],
-        "backend_params": [dict, None],
-        "logloss_weight": [Interval(Real, 0, None, closed="left")],
         "relevance_threshold": [Real, None],
-        "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "validation_splits": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
+        # the boosted settings, checked as QuantileBoostingClassifier checks them
+        **{name: QuantileBoostingClassifier._parameter_constraints[name] for name in (
+            "n_estimators", "learning_rate", "num_leaves", "max_depth", "min_child_samples", "backend_params",
+            "logloss_weight", "early_stopping", "validation_fraction", "validation_splits", "n_iter_no_change",
+            "random_state", "verbose")},
     }
 
     def __init__(self, *, k=5, form="fp", quantile="kernel", bandwidth=0.05, surrogate="logistic", model="lightgbm",
