@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["names", "mean_se", "out_problem", "write_results"]
+__all__ = ["names", "mean_se", "out_problem", "report", "write_results"]
 
 
 def names(text, known, option: str) -> list:
@@ -57,3 +57,12 @@ def write_results(frame, text: str, out) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_writes([(out, lambda path: frame.to_csv(path, index=False)),
                    (out.with_suffix(".md"), lambda path: Path(path).write_text(text))])
+
+
+def report(frame, text: str, out):
+    """A command's end: the rows and their summary written to ``out`` (when given, :func:`write_results`), the
+    summary printed; returns ``frame``."""
+    if out is not None:
+        write_results(frame, text, out)
+    print(text)
+    return frame

@@ -75,7 +75,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.fairness_comparison import _logistic  # noqa: E402
-from benchmarks._output import mean_se, names, out_problem, write_results  # noqa: E402
+from benchmarks._output import mean_se, names, out_problem, report  # noqa: E402
 from benchmarks.real_data_targets import paired  # noqa: E402
 from quantile_surrogate.objectives.thresholds import constraint_threshold, group_constraint_thresholds  # noqa: E402
 
@@ -323,10 +323,7 @@ def main(argv=None):
     frame = run(pairs, tasks, methods, splits=splits, quick=args.quick, progress=args.progress,
                 data_dir=args.data_dir)
     text = summary(frame)
-    if args.out is not None:
-        write_results(frame, text, args.out)
-    print(text)
-    return frame
+    return report(frame, text, args.out)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ Run from the repository root::
     python -m benchmarks.per_step                # n = 1e3..1e6, both models; about 15 minutes
     python -m benchmarks.per_step --sizes 1e5 --models linear mlp --out results.md
     python -m benchmarks.per_step --device cuda --out results_cuda.md   # on a GPU machine
+    python -m benchmarks.per_step --device cuda --sizes 1e5 --models linear --compiled   # issue 28's rows
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ TARGETS = {  # (model, table, row) -> the largest ratio to BCE allowed at n = 1e
     ("linear", "losses", "pr_auc (9 recalls)"): 2.0,
     ("mlp", "estimators", "point"): 1.1,
     ("mlp", "estimators", "kernel (gaussian, default path)"): 1.2,
+    # Issue 28, on a GPU: compiled, no host sync, against an eager BCE step.
+    ("linear", "compiled", "point, compiled"): 1.5,
+    ("linear", "compiled", "kernel (gaussian), compiled"): 1.5,
+    ("linear", "compiled", "point, compiled with CUDA graphs"): 1.5,
+    ("linear", "compiled", "kernel (gaussian), compiled with CUDA graphs"): 1.5,
 }
 
 
@@ -96,6 +102,17 @@ ESTIMATORS = {
     "harrell_davis": dict(quantile="harrell_davis"),
 }
 
+#: ``--compiled``: the forward pass and the loss in one ``torch.compile``d function (its backward compiled by
+#: AOTAutograd), the loss with ``validate_args=False``: the torch selection path, no host sync (issue 28).
+COMPILED = {
+    "BCE, compiled": None,
+    "point, compiled": dict(quantile="point"),
+    "kernel (gaussian), compiled": dict(quantile="kernel"),
+    "BCE, compiled with CUDA graphs": None,
+    "point, compiled with CUDA graphs": dict(quantile="point"),
+    "kernel (gaussian), compiled with CUDA graphs": dict(quantile="kernel"),
+}
+
 LOSSES = {
     "precision_at_recall (0.95)": partial(losses.precision_at_recall_loss, recall=0.95),
     "precision_at_rate fp (0.05)": partial(losses.precision_at_rate_loss, rate=RATE, form="fp"),
@@ -118,6 +135,20 @@ def make_step(model, X, loss_fn):
         for p in params:
             p.grad = None
         loss_fn(model(X).squeeze(-1)).backward()
+
+    return step
+
+
+def make_compiled_step(model, X, loss_fn, graphs=False):
+    """:func:`make_step` with ``model(X)`` and the loss compiled together; ``graphs``: replayed as CUDA graphs."""
+    params = list(model.parameters())
+    mode = "reduce-overhead" if graphs else "max-autotune-no-cudagraphs"
+    forward = torch.compile(lambda: loss_fn(model(X).squeeze(-1)), mode=mode)
+
+    def step():
+        for p in params:
+            p.grad = None
+        forward().backward()
 
     return step
 
@@ -191,6 +222,13 @@ def run_block(model_kind, n, args, rng):
     for name, loss in LOSSES.items():
         steps["losses", name] = make_step(model, X, partial(loss, labels=labels))
     baseline = make_step(model, X, lambda scores: F.binary_cross_entropy_with_logits(scores, y))
+    if args.compiled:
+        for name, settings in COMPILED.items():
+            fn = (partial(losses.precision_at_rate_loss, labels=labels, rate=RATE, validate_args=False, **settings)
+                  if settings is not None else (lambda scores: F.binary_cross_entropy_with_logits(scores, y)))
+            graphs = "CUDA graphs" in name
+            if graphs and args.device.startswith("cuda") or not graphs:
+                steps["compiled", name] = make_compiled_step(model, X, fn, graphs)
     clock = {"cpu": time.process_time, "wall": time.perf_counter, "cuda": "cuda"}[args.clock]
     return interleaved(steps, baseline, args.rounds, clock)
 
@@ -202,15 +240,20 @@ def format_tables(results, sizes, models):
         lines += ["| | " + " | ".join(f"n = {n:.0e}" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
         lines.append("| BCE step (ms) | " + " | ".join(f"{results[model_kind, n]['BCE'][3] * 1e3:.2f}"
                                                      for n in sizes) + " |")
-        for table, names in (("estimators", ESTIMATORS), ("losses", LOSSES)):
+        for table, names in (("estimators", ESTIMATORS), ("losses", LOSSES), ("compiled", COMPILED)):
+            if (table, next(iter(names))) not in results[model_kind, sizes[0]]:
+                continue
             for name in names:
-                label = f"P@rate, {name}" if table == "estimators" else f"{name}, kernel"
+                if (table, name) not in results[model_kind, sizes[0]]:
+                    continue
+                label = f"{name}, kernel" if table == "losses" else (
+                    name if name.startswith("BCE") else f"P@rate, {name}")
                 cells = " | ".join(f"{results[model_kind, n][table, name][0]:.2f}x" for n in sizes)
                 lines.append(f"| {label} | {cells} |")
     lines.append("\n### Targets (n = 1e5)\n")
     lines += ["| model | row | target | measured (spread) | met |", "|---|---|---|---|---|"]
     for (model_kind, table, name), target in TARGETS.items():
-        if (model_kind, 100_000) not in results:
+        if (model_kind, 100_000) not in results or (table, name) not in results[model_kind, 100_000]:
             continue
         ratio, low, high, _ = results[model_kind, 100_000][table, name]
         lines.append(f"| {model_kind} | {name} | <= {target}x | {ratio:.2f}x ({low:.2f}-{high:.2f}) | "
@@ -232,6 +275,8 @@ def main(argv=None):
         "of steps. auto: cuda on a CUDA device, cpu with 1 thread, else wall",
     )
     parser.add_argument("--device", default="cpu", help="cpu or cuda (the data, model and steps live there)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="add the compiled rows (forward and loss in one torch.compile; issue 28's GPU target)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the tables (markdown) to this file")
     args = parser.parse_args(argv)

@@ -65,7 +65,7 @@ import xgboost
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._output import mean_se, names, out_problem, write_results  # noqa: E402
+from benchmarks._output import mean_se, names, out_problem, report  # noqa: E402
 from benchmarks.real_data_targets import paired  # noqa: E402
 from quantile_surrogate.metrics import bootstrap_over_queries, ndcg_at_k, precision_at_k_per_query  # noqa: E402
 
@@ -349,10 +349,7 @@ def main(argv=None):
     rows, bands = run(settings, methods, repeats=repeats, quick=args.quick, progress=args.progress,
                       data_dir=args.data_dir)
     text = summary(rows, bands)
-    if args.out is not None:
-        write_results(rows, text, args.out)
-    print(text)
-    return rows
+    return report(rows, text, args.out)
 
 
 if __name__ == "__main__":

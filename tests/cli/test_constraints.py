@@ -165,7 +165,6 @@ def test_groups_of_the_same_column_give_one_threshold_per_group_as_well(files, t
      _constraints.BY_COLUMNS_MESSAGE.format(columns="'g', 'colour'")),
     (["--constraint", GAP, "--groups", "colour"], 2, _constraints.GROUPS_NOT_BY_MESSAGE.format(by="g", groups="colour")),
     (["--constraint", GAP, "--delta", "0.1"], 2, _constraints.DELTA_MESSAGE),
-    (["--constraint", GAP, "--checkpoint", "ck.pt"], 2, _constraints.CHECKPOINT_MESSAGE),
 ])
 def test_options_that_cannot_work_exit_2_in_one_line(files, tmp_path, capsys, extra, code, message):
     train, _ = files
@@ -237,3 +236,20 @@ def test_the_codec_stores_each_constraints_fields_and_rebuilds_them_through_rate
         _codecs._constraints([{"rate": "recall", "scope": "everywhere", "at_least": 0.5, "at_most": None}])
     with pytest.raises(ValueError, match="at_most"):  # a bound out of range is refused by gap() itself
         _codecs._constraints([{"rate": "recall", "scope": "gap", "at_least": None, "at_most": 2.0}])
+
+
+def test_a_constrained_fit_with_a_checkpoint_resumes_to_the_same_model(files, tmp_path):
+    """--constraint takes --checkpoint (which holds the multipliers); run again on it, fit gives the same model."""
+    train, _ = files
+    outputs = []
+    for name in ("first.qs", "second.qs"):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli.main([str(a) for a in [*FIT, train, "--constraint", GAP, "--checkpoint", tmp_path / "ck.pt",
+                                              "--out", tmp_path / name]])
+        assert code == 0, err.getvalue()
+        outputs.append(load_model(tmp_path / name))
+    first, second = (saved.model[-1] for saved in outputs)  # the pipelines' QuantileClassifier
+    assert first.threshold_ == second.threshold_ and first.constraint_report_ == second.constraint_report_
+    for a, b in zip(first.model_.state_dict().values(), second.model_.state_dict().values()):
+        assert torch.equal(a, b)

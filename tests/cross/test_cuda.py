@@ -193,3 +193,18 @@ def test_constraint_penalty_and_multipliers_on_cuda_match_the_cpu():
     assert results["cuda"][0] == results["cpu"][0]  # exact rates and multipliers: counts, the same on both
     assert results["cuda"][1] == pytest.approx(results["cpu"][1], rel=1e-10)
     torch.testing.assert_close(results["cuda"][2], results["cpu"][2], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["buffer", "ema"])
+def test_minibatch_training_with_the_threshold_memory_on_cuda_matches_the_cpu(mode):
+    """The memory's shifts and thresholds on the device (float64): the CPU's steps, to rounding."""
+    X, y = _mixture(1500, seed=10)
+    X = X.double()
+    settings = dict(objective="precision_at_recall", target=0.9, batch_size=32, max_epochs=3, random_state=0,
+                    threshold_memory=mode)
+    runs = {device: train(torch.nn.Linear(X.shape[1], 1, dtype=torch.float64), X.to(device), y.to(device), **settings)
+            for device in ("cpu", "cuda")}
+    np.testing.assert_allclose(np.concatenate(runs["cuda"].threshold_curve), np.concatenate(runs["cpu"].threshold_curve),
+                               rtol=1e-8, atol=1e-9)
+    torch.testing.assert_close(next(runs["cuda"].model.parameters()).cpu(), next(runs["cpu"].model.parameters()),
+                               rtol=1e-8, atol=1e-9)

@@ -149,8 +149,6 @@ def test_bad_constraint_input_is_refused_before_training():
         train(model, X, y, constraints=[rate("fpr", at_most=0.5)], groups=g, group_thresholds=False)
     with pytest.raises(ValueError, match="is measured per group"):
         train(model, X, y, constraints=[gap("recall", at_most=0.05)])
-    with pytest.raises(ValueError, match="cannot be combined with checkpoint"):
-        train(model, X, y, constraints=[rate("fpr", at_most=0.5)], checkpoint="never-written.pt")
     with pytest.raises(TypeError, match="built by quantile_surrogate.constraints"):
         train(model, X, y, constraints=["recall gap <= 0.05"])
 
@@ -166,3 +164,28 @@ def test_integer_weights_train_as_repeated_rows_under_constraints():
         torch.testing.assert_close(value, repeated.model.state_dict()[key])
     assert [r[0]["multiplier"] for r in weighted.constraint_curve] == pytest.approx(
         [r[0]["multiplier"] for r in repeated.constraint_curve])
+
+
+@pytest.mark.parametrize("batch_size", [None, 300], ids=["full batch", "minibatch"])
+@pytest.mark.parametrize("stop", [(0, 5), (1, 3)], ids=["in restart 0", "in restart 1"])
+def test_a_constrained_fit_resumes_from_its_checkpoint_bit_identically(tmp_path, batch_size, stop):
+    """The multipliers, the records and the validation excesses of every restart travel in the checkpoint."""
+    X, y, g = _data(600)
+    settings = dict(max_epochs=8, n_restarts=2, batch_size=batch_size, validation=(X[:200], y[:200], g[:200]))
+    reference = _fit(X, y, g, **settings)
+    path = tmp_path / "fit.pt"
+
+    def interrupt(info):
+        if (info["restart"], info["epoch"]) == stop:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _fit(X, y, g, checkpoint=path, callback=interrupt, **settings)
+    resumed = _fit(X, y, g, checkpoint=path, **settings)
+    assert torch.equal(torch.cat([p.reshape(-1) for p in resumed.model.parameters()]),
+                       torch.cat([p.reshape(-1) for p in reference.model.parameters()]))
+    assert resumed.constraint_curve == reference.constraint_curve and len(resumed.constraint_curve) == 8
+    assert resumed.validation_excess == reference.validation_excess and resumed.restart_losses == reference.restart_losses
+    other = dict(settings, constraints=[gap("recall", at_most=0.1)], groups=g, group_thresholds=False)
+    with pytest.raises(ValueError, match="other constraints"):
+        _fit(X, y, g, constrained=False, checkpoint=path, **other)

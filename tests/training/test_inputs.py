@@ -9,7 +9,6 @@ of these. A matrix reshaped to (n, 1, 1, d) with a model that flattens it trains
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
@@ -22,22 +21,16 @@ from quantile_surrogate.training.checkpoint import MISMATCH_MESSAGE
 from quantile_surrogate.training.sampling import SubsetBatchSampler
 from quantile_surrogate._utils.row_checks import DICT_ROWS_MESSAGE, ROWS_NDIM_MESSAGE
 from quantile_surrogate._utils.sparse import as_rows
+from tests._benchmarks import load
 from tests._messages import exact
 from tests.training._helpers import blobs, params
 
 torch.set_num_threads(1)
+IMAGES = load("images")  # the small CNN and the digit images of benchmarks/images.py
 
 
-class SmallCNN(nn.Module):
-    """Conv 3x3 (8 channels), ReLU, 2x2 max pool, then a linear head: (n, 1, 8, 8) images to (n, 1) scores."""
-
-    def __init__(self, channels=8):
-        super().__init__()
-        self.conv = nn.Conv2d(1, channels, 3, padding=1)
-        self.head = nn.Linear(channels * 4 * 4, 1)
-
-    def forward(self, x):
-        return self.head(F.max_pool2d(F.relu(self.conv(x)), 2).flatten(1))
+SmallCNN = IMAGES.SmallCNN
+"""Conv 3x3 (8 channels), ReLU, 2x2 max pool, then a linear head: benchmarks/images.py's, the model it measures."""
 
 
 class ImageAndTable(nn.Module):
@@ -65,11 +58,7 @@ class DictLinear(nn.Module):
 
 def digits(digit=3):
     """sklearn's 8x8 digits as float32 images (n, 1, 8, 8) in [0, 1], one digit (about 10 %) against the rest."""
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    X = torch.tensor(data.images / 16.0, dtype=torch.float32).unsqueeze(1)
-    return X, torch.tensor(data.target == digit).long()
+    return IMAGES.digits_task(digit)
 
 
 DIGITS = dict(objective="precision_at_recall", target=0.9, batch_size=32, learning_rate=0.05, random_state=0)

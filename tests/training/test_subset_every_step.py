@@ -6,6 +6,8 @@ positives), and where A_b is the batch's own rows of A, whose batches without a 
 A loader's batch without a row of A is skipped.
 """
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -92,8 +94,14 @@ def test_a_batch_without_a_draws_the_rule_sized_minibatch_and_a_full_epoch_draws
         surrogate="logistic", learning_rate=0.1, momentum=0.9, weight_decay=0.0, batch_size=500,
         subset_batch_size=None, subset_from_batch=False, max_epochs=1, n_restarts=1, init="random", init_alpha=None,
         early_stopping=False, n_iter_no_change=10, tol=1e-4, select="loss", monitor="metric")
-    steps = EpochSteps(settings, TrainingData(X, labels, subset_mask(labels, "precision_at_recall")))
+    data = TrainingData(X, labels, subset_mask(labels, "precision_at_recall"))
+    steps = EpochSteps(settings, data)
     assert steps.subset_plan == SubsetPlan(separate=False)
+    # With the threshold memory such a batch draws the rows of A a batch holds in expectation: ceil(500 * 500 / 1001).
+    remembering, draws = EpochSteps(dataclasses.replace(settings, threshold_memory="buffer"), data), []
+    for seed in range(8):
+        draws += [sub for _, sub in remembering.epoch_batches(torch.Generator().manual_seed(seed)) if sub is not None]
+    assert draws and all(len(rows) == 250 and bool(y[rows].all()) for rows in draws)
     assert separate_plan(steps.subset_sizes, 0.5) == SubsetPlan(separate=True, size=100)
     generator = torch.Generator().manual_seed(0)
     separate = []

@@ -34,8 +34,6 @@ GROUPS_NOT_BY_MESSAGE = ("measures its constraints in the groups of column {by!r
                          "--groups {by} for one threshold per group of that column as well, or leave out --groups")
 DELTA_MESSAGE = ("cannot be combined with --delta: a guaranteed threshold is set on held-out rows without the "
                  "constraints; leave out one of them")
-CHECKPOINT_MESSAGE = ("cannot be combined with --checkpoint yet: a checkpoint does not hold the constraints' "
-                      "multipliers; leave out --checkpoint")
 NOT_MEASURED = "n/a"
 
 
@@ -81,8 +79,6 @@ def check_constraint_options(args) -> str | None:
         problem = GROUPS_NOT_BY_MESSAGE.format(by=columns[0], groups=args.groups)
     elif specs and args.delta is not None:
         problem = DELTA_MESSAGE
-    elif specs and args.checkpoint is not None:
-        problem = CHECKPOINT_MESSAGE
     return None if problem is None else OPTION_CONFLICT_LINE.format(flag="--constraint", message=problem)
 
 

@@ -87,6 +87,14 @@ class ConstraintSet:
         """Set every multiplier back to 0 (a new restart)."""
         self._multipliers = [torch.zeros_like(m) for m in self._multipliers]
 
+    def state_dict(self) -> dict:
+        """The multipliers, as float64 tensors (what a checkpoint keeps)."""
+        return {"multipliers": [m.clone() for m in self._multipliers]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """The multipliers of :meth:`state_dict` (of a set with the same constraints)."""
+        self._multipliers = [torch.as_tensor(m, dtype=torch.float64).clone() for m in state["multipliers"]]
+
     def _rates(self, constraint, scores, labels, threshold, groups, weight, exact):
         """``(high, low, counts)``: the rates the excess reads (exact, smoothed, or the bounds), per group."""
         grouped = constraint.needs_groups

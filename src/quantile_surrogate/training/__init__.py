@@ -27,6 +27,7 @@ from ._constrained import constrained_data
 from ._loop import TrainingLoop
 from .sampling import SubsetBatchSampler
 from ._state import TrainingData, TrainingSettings, TrainResult
+from ._memory import MEMORY_MODES
 from ._steps import EpochSteps
 from ._streaming import LoaderSteps, check_loader, check_loader_options, is_loader
 from .._utils.errors import TrainingDivergedError
@@ -77,6 +78,10 @@ CHECKPOINT_WEIGHT_MESSAGE = (
 )
 NO_SUBSET_MESSAGE = "`y` has no row of the subset A ({subset}) for {objective!r}; training needs at least one."
 SELECT_VALIDATION_MESSAGE = "`select='validation'` needs `validation=(X_val, y_val)`."
+MEMORY_CALLABLE_MESSAGE = (
+    "`threshold_memory` shifts the scores of A_b to move the threshold, which needs a named `quantile` estimator "
+    "(an average of order statistics); pass quantile='kernel' (or another name), or threshold_memory=None."
+)
 VALIDATION_WEIGHT_MESSAGE = "`validation_weight` weights the rows of `validation`; pass `validation=` too."
 VALIDATION_FORM_MESSAGE = "`validation` must be (X_val, y_val); {fix}"
 VALIDATION_GROUPS_FIX = "with `groups`, (X_val, y_val, groups_val)."
@@ -104,6 +109,7 @@ def train(
     batch_size: int | None = None,
     subset_batch_size: int | None = None,
     subset_from_batch: bool = False,
+    threshold_memory: str | None = None,
     max_epochs: int = 100,
     n_restarts: int = 1,
     init: str = "random",
@@ -183,6 +189,21 @@ def train(
         Always take ``A_b = X_b \cap A`` instead of a separate minibatch, except in a batch
         without a row of ``A`` (of some group's ``A``): no step runs without them, so such a
         batch draws the separate minibatch for its step (:mod:`.sampling`, with the cost).
+    threshold_memory : {"buffer", "ema"} or None
+        How a minibatch step's threshold remembers earlier steps (:mod:`._memory`). ``"buffer"``:
+        its value is the quantile over the step's scores of ``A`` and those of the last 10 steps
+        (each relative to its batch's mean score), its gradient the step's own estimate's:
+        ``theta = q(f(A_b)) + sg(theta_buffer - q(f(A_b)))``, ``sg`` a constant. ``"ema"``: a moving
+        average (decay 0.9) of the steps' own estimates in place of ``theta_buffer``. With a memory
+        ``A_b`` is the batch's own rows of ``A``: no separate minibatch unless ``subset_batch_size``
+        asks for one (a batch without them draws ``ceil(batch_size |A| / n)`` rows of ``A``), so a
+        step forwards its batch alone. None (the default) is Algorithm 1: every step's threshold
+        from its ``A_b`` alone, the separate minibatch of the Notes. ``benchmarks/images.py``
+        (a small CNN on digits, recall 0.9) measured ``"buffer"`` at batch 32: the threshold's
+        rate unbiased and its spread 1/3 of the batch's own estimate's, at the precision of the
+        default within noise (at batch 16 lower: 0.891 against 0.955); see ``docs/pytorch.md``.
+        ``"buffer"`` pays where the separate minibatch is expensive (``m`` much larger than the
+        batch, a large model). Ignored by full-batch training (``A_b = A``).
     max_epochs : int >= 0
         Epoch budget per restart; 0 returns the start (logistic regression's fit, say).
     n_restarts : int
@@ -350,7 +371,8 @@ def train(
     settings = _check_settings(
         objective=objective, target=target, form=form, quantile=quantile, bandwidth=bandwidth, surrogate=surrogate,
         learning_rate=learning_rate, momentum=momentum, weight_decay=alpha, batch_size=batch_size,
-        subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch, max_epochs=max_epochs,
+        subset_batch_size=subset_batch_size, subset_from_batch=subset_from_batch,
+        threshold_memory=threshold_memory, max_epochs=max_epochs,
         n_restarts=n_restarts, init=init, init_alpha=init_alpha, early_stopping=early_stopping,
         n_iter_no_change=n_iter_no_change, tol=tol, select=select, monitor=monitor)
     groups, validation, constraint_groups, validation_groups = _constraint_groups(groups, validation, group_thresholds)
@@ -358,8 +380,7 @@ def train(
                                       checkpoint)
     refused = [(what, why) for what, why, given in (
         ("a loader of batches", "the constraint rows of each step are drawn from every row; pass tensors",
-         isinstance(steps, LoaderSteps)),
-        ("checkpoint", "the multipliers are not saved in a checkpoint yet", checkpoint is not None)) if given]
+         isinstance(steps, LoaderSteps)),) if given]
     data, validation, term = constrained_data(constraints, steps.data, validation, constraint_groups, validation_groups,
                                               settings=settings, step_size=constraint_step_size, refused=refused)
     if term is not None:
@@ -409,6 +430,10 @@ def _check_settings(**settings) -> TrainingSettings:
     settings["tol"] = check_finite_number(settings["tol"], "tol", low=0.0, low_inclusive=True)
     for name in ("subset_from_batch", "early_stopping"):
         settings[name] = bool(settings[name])
+    if settings["threshold_memory"] is not None:
+        check_option(settings["threshold_memory"], MEMORY_MODES, "threshold_memory")
+        if callable(settings["quantile"]):
+            raise ValueError(MEMORY_CALLABLE_MESSAGE)
     return TrainingSettings(**settings)
 
 

@@ -75,6 +75,19 @@ class ConstraintTerm:
         self.current = copy.deepcopy(self.template)
         self.record, self.seen = [], []
 
+    def state_dict(self) -> dict:
+        """The multipliers and the last epoch's record (at an epoch's end, where a checkpoint is written)."""
+        return {"multipliers": self.current.state_dict(), "record": self.record}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.current.load_state_dict(state["multipliers"])
+        self.record, self.seen = state["record"], []
+
+    def describe(self) -> str:
+        """The constraints and their settings as text: a checkpoint's fingerprint part."""
+        template = self.template
+        return repr((template.constraints, template.step_size, template.surrogate, template.n_groups))
+
     def draw(self, generator: torch.Generator):
         """One minibatch step's constraint rows and their weights (see the module docstring)."""
         rows, weights = [], []

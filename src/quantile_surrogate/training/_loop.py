@@ -170,8 +170,13 @@ class TrainingLoop:
             data, val = self.data, self.validation
             tensors = {"X": data.X, "y": data.labels, "groups": data.groups,
                        "validation": None if val is None else tuple(
-                           t for t in (val.X, val.labels, val.groups, val.weight) if t is not None)}
-            key = fingerprint(self.settings, tensors, random_state, architecture)
+                           t for t in (val.X, val.labels, val.groups, val.weight, val.constraint_groups)
+                           if t is not None)}
+            texts = None
+            if self.constraints is not None:
+                tensors["constraint_groups"] = data.constraint_groups
+                texts = {"constraints": self.constraints.describe()}
+            key = fingerprint(self.settings, tensors, random_state, architecture, texts)
             state = load_checkpoint(checkpoint, key)
             if state is not None:
                 return state
@@ -193,8 +198,8 @@ class TrainingLoop:
                            restart=best.restart, restart_losses=list(state.restart_losses),
                            validation_curve=best.validation_curve, best_epoch=best.best_epoch,
                            start=best.start, initial_state=best.initial_model,
-                           constraint_curve=self.constraint_curves.get(best.restart),
-                           validation_excess=None if self.validation is None else self.validation_excess.get(best.restart))
+                           threshold_curve=best.threshold_curve, constraint_curve=best.constraint_curve,
+                           validation_excess=best.validation_excess)
 
     def fit_logistic_start(self, model) -> None:
         """The logistic start: penalised (weighted) maximum likelihood, ``alpha = init_alpha`` or ``1 / sum(w)``.
@@ -226,6 +231,8 @@ class TrainingLoop:
         if self.constraints is not None:
             self.constraints.reset()
             self.constraint_curves[restart], self.validation_excess[restart] = [], []
+        if self.steps.memory is not None:
+            self.steps.memory.reset()
         if self.validation is not None:
             value = self._validation_value(model, restart, untrained=start == "random")
             run.stopping.update(value, 0)
@@ -233,8 +240,8 @@ class TrainingLoop:
             run.best_model = clone_state(model.state_dict())
         return model, self.new_optimizer(model), run
 
-    def _resume_run(self, run: RunState, generator: torch.Generator):
-        """The model and optimizer of a checkpointed restart, with the random states it had."""
+    def _resume_run(self, run: RunState, generator: torch.Generator, restart: int):
+        """The model and optimizer of a checkpointed restart, with the random states (and multipliers) it had."""
         model = self.new_model()
         model.load_state_dict(run.model)
         optimizer = self.new_optimizer(model)
@@ -243,6 +250,12 @@ class TrainingLoop:
         torch.set_rng_state(run.torch_rng)
         if self.cuda and run.cuda_rng is not None:
             torch.cuda.set_rng_state(run.cuda_rng, self.data.device)
+        if self.steps.memory is not None:
+            self.steps.memory.load_state_dict(run.memory, self.data.device)
+        if self.constraints is not None:
+            self.constraints.load_state_dict(run.constraints["term"])
+            self.constraint_curves[restart] = list(run.constraints["curve"])
+            self.validation_excess[restart] = list(run.constraints["validation_excess"])
         return model, optimizer
 
     def run_restart(self, state: LoopState, checkpoint) -> None:
@@ -253,7 +266,7 @@ class TrainingLoop:
             model, optimizer, run = self._start_run(r, model_seed)
         else:
             run = state.run
-            model, optimizer = self._resume_run(run, generator)
+            model, optimizer = self._resume_run(run, generator, r)
         model.train()
         # A bar on a terminal only (tqdm's disable=None); none at all without epochs to run (its only frame
         # would be "0it"). Anywhere else verbose writes one summary line per restart, after it.
@@ -268,6 +281,7 @@ class TrainingLoop:
                 if not (math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in model.parameters())):
                     raise self.diverged(r, epoch)
                 run.loss_curve.append(loss)
+                run.threshold_curve.append(self.steps.step_thresholds)
                 if self.constraints is not None:
                     self.constraint_curves[r].append(self.constraints.record)
                 self._warn_growth(run.loss_curve, r)
@@ -302,6 +316,11 @@ class TrainingLoop:
         run.model, run.optimizer = model.state_dict(), optimizer.state_dict()
         run.generator, run.torch_rng = generator.get_state(), torch.get_rng_state()
         run.cuda_rng = torch.cuda.get_rng_state(self.data.device) if self.cuda else None
+        run.memory = None if self.steps.memory is None else self.steps.memory.state_dict()
+        if self.constraints is not None:
+            r = state.restart
+            run.constraints = {"term": self.constraints.state_dict(), "curve": self.constraint_curves[r],
+                               "validation_excess": self.validation_excess[r]}
         state.run = run
         save_checkpoint(checkpoint, state)
 
@@ -318,6 +337,8 @@ class TrainingLoop:
         candidate = Candidate(
             restart=r, loss=loss, model=clone_state(model.state_dict()), loss_curve=run.loss_curve,
             n_iter=len(run.loss_curve), start=run.start, initial_model=run.initial_model,
+            threshold_curve=run.threshold_curve, constraint_curve=self.constraint_curves.get(r),
+            validation_excess=self.validation_excess.get(r) if validated else None,
             validation_curve=run.validation_curve if validated else None,
             best_epoch=run.stopping.best_epoch if validated else None,
             best_value=run.stopping.best if validated else None)

@@ -54,6 +54,7 @@ class TrainingSettings:
     tol: float
     select: str
     monitor: str
+    threshold_memory: str | None = None
 
     def loss_settings(self, with_form: bool = True) -> dict:
         """The keyword arguments of :func:`~quantile_surrogate.objectives.objective_loss` besides the target."""
@@ -87,6 +88,8 @@ class TrainResult:
         How the selected restart started.
     initial_state : dict or None
         The selected restart's parameters before its first epoch (a ``state_dict``).
+    threshold_curve : list of list
+        Per epoch of the selected restart, the threshold of each step (see the field).
 
     Examples
     --------
@@ -123,6 +126,10 @@ class TrainResult:
     """How the selected restart started: "random", "logistic" or "model"."""
     initial_state: dict | None = None
     """The selected restart's parameters before its first epoch (a ``state_dict``)."""
+    threshold_curve: list = field(default_factory=list)
+    """Per epoch of the selected restart, the threshold of each step (a float; a tuple per group with
+    ``groups``): one per epoch for the full batch. With a threshold memory it is the memory's value
+    (``train(threshold_memory=)``); its spread over an epoch is the step-to-step noise of the threshold."""
     constraint_curve: list | None = None
     """With ``constraints``: per epoch of the selected restart, the record of its last step
     (:meth:`~quantile_surrogate.constraints.ConstraintSet.update`: each constraint's ``name``,
@@ -223,6 +230,12 @@ class RunState:
     generator: torch.Tensor | None = None
     torch_rng: torch.Tensor | None = None
     cuda_rng: torch.Tensor | None = None
+    memory: dict | None = None
+    """The threshold's memory across steps (:meth:`._memory.ThresholdMemory.state_dict`), or None."""
+    threshold_curve: list = field(default_factory=list)
+    """Per epoch, the threshold of each of its steps."""
+    constraints: dict | None = None
+    """With ``constraints``: the multipliers and records of the restart (:meth:`._loop.TrainingLoop.constraint_state`)."""
 
     def to_dict(self) -> dict:
         return dict(_plain(self), stopping=self.stopping.to_dict())
@@ -249,6 +262,9 @@ class Candidate:
     best_epoch: int | None = None
     best_value: list | None = None
     """The best validation value, compared lexicographically (None without validation)."""
+    threshold_curve: list = field(default_factory=list)
+    constraint_curve: list | None = None
+    validation_excess: list | None = None
 
     def beats(self, other: "Candidate", select: str) -> bool:
         """Whether this restart is kept over ``other``: the higher best validation value with

@@ -22,10 +22,12 @@ training on integer weights is training on the rows repeated.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import torch
 
+from ._memory import ThresholdMemory, memory_capacity
 from .sampling import epoch_batches
 from .subset_size import SubsetPlan, separate_plan, subset_plan
 from ._state import TrainingData, TrainingSettings
@@ -84,6 +86,41 @@ class EpochSteps:
         self.data = data
         self.constraints = constraints
         """The extra constraints' :class:`._constrained.ConstraintTerm`, or None."""
+        self.step_thresholds: list = []
+        """The threshold of every step of the last epoch, as floats (a tuple per step with groups)."""
+
+    @property
+    def minibatches(self) -> bool:
+        """Whether an epoch takes several steps (``batch_size < n``)."""
+        return self.settings.batch_size is not None and self.settings.batch_size < self.data.n
+
+    @property
+    def memory_mode(self) -> str | None:
+        """``threshold_memory`` (``"buffer"`` or ``"ema"``) for minibatches, else None."""
+        return self.settings.threshold_memory if self.minibatches else None
+
+    @functools.cached_property
+    def memory(self) -> ThresholdMemory | None:
+        """The threshold's memory across steps (:mod:`._memory`), or None (see :attr:`memory_mode`)."""
+        if self.memory_mode is None:
+            return None
+        settings = self.settings
+        capacities = [memory_capacity(size, settings.target, rows) for size, rows in self.memory_rows()]
+        return ThresholdMemory(self.memory_mode, settings.quantile, settings.bandwidth, 1.0 - settings.target,
+                               capacities)
+
+    def memory_rows(self) -> list[tuple[int, float]]:
+        """Per group code (one entry without groups): ``(|A_g|, rows of A_g a step scores in expectation)``."""
+        data, plan = self.data, self.subset_plan
+        if data.groups is None:
+            sizes = [data.subset_index.numel()]
+        else:
+            sizes = torch.bincount(data.subset_groups.cpu(), minlength=int(data.groups.max()) + 1).tolist()
+        if not plan.separate:
+            return [(size, self.settings.batch_size * size / data.n) for size in sizes]
+        if plan.per_group:
+            return [(size, min(size, plan.size)) for size in sizes]
+        return [(size, plan.size * size / sum(sizes)) for size in sizes]
 
     def loss(self, scores, labels, threshold_scores, groups=None, threshold_groups=None, weight=None,
              threshold_weight=None):
@@ -101,7 +138,7 @@ class EpochSteps:
 
     def epoch(self, model, optimizer, generator):
         """One pass over the data; returns (mean minibatch loss, last threshold(s)) as floats."""
-        if self.settings.batch_size is None or self.settings.batch_size >= self.data.n:
+        if not self.minibatches:
             out = self._full_batch_epoch(model, optimizer)
         else:
             out = self._minibatch_epoch(model, optimizer, generator)
@@ -139,7 +176,8 @@ class EpochSteps:
         total.backward()
         optimizer.step()
         parameters_changed()
-        return float(out.loss.detach()), _as_floats(out.threshold)
+        self.step_thresholds = [_as_floats(out.threshold)]
+        return float(out.loss.detach()), self.step_thresholds[0]
 
     # -- minibatches ----------------------------------------------------------------------
     @functools.cached_property
@@ -151,10 +189,15 @@ class EpochSteps:
 
     @functools.cached_property
     def subset_plan(self) -> SubsetPlan:
-        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.subset_size.subset_plan`)."""
+        """Where a minibatch step takes ``A_b`` from, decided once per fit (:func:`.subset_size.subset_plan`).
+
+        With a threshold memory (and no ``subset_batch_size``) the batch's own rows of ``A``: the
+        memory holds the rows that a separate minibatch would add, without their forward pass.
+        """
         settings = self.settings
+        from_batch = settings.subset_from_batch or (self.memory_mode is not None and settings.subset_batch_size is None)
         return subset_plan(self.data.n, settings.batch_size, self.subset_sizes, settings.target,
-                           settings.subset_batch_size, settings.subset_from_batch)
+                           settings.subset_batch_size, from_batch)
 
     @functools.cached_property
     def subset_codes(self) -> torch.Tensor:
@@ -174,7 +217,12 @@ class EpochSteps:
         codes = None
         if not plan.separate:
             codes = self.subset_codes
-            plan = separate_plan(self.subset_sizes, settings.target, settings.subset_batch_size)
+            # With a memory, such a batch needs a few rows of A for its gradient, not a full estimate:
+            # as many as a batch holds in expectation (at least one per group).
+            size = settings.subset_batch_size
+            if self.memory_mode is not None and size is None:
+                size = max(len(self.subset_sizes), math.ceil(settings.batch_size * sum(self.subset_sizes) / data.n))
+            plan = separate_plan(self.subset_sizes, settings.target, size)
         return epoch_batches(data.n, settings.batch_size, generator, subset_index=data.subset_index,
                              subset_size=plan.size, subset_groups=data.subset_groups, per_group=plan.per_group,
                              subset_codes=codes)
@@ -213,15 +261,20 @@ class EpochSteps:
         # Python floats (float64), as the weighted loop summed it before it joined this one (so its curves stay).
         weighted = self.data.weight is not None
         total = 0.0 if weighted else torch.zeros((), dtype=self.data.dtype, device=self.data.device)
-        threshold, count = torch.full((), float("nan")), 0
+        thresholds, count = [], 0
         for batch in batches:
             loss, last = self.step(model, optimizer, batch)
             total, count = total + (float(loss) if weighted else loss), count + 1
             if last is not None:
-                threshold = last
+                thresholds.append(last)
         if count == 0:
             raise ValueError(NO_BATCH_MESSAGE)
-        return float(total) / count, _as_floats(threshold)
+        # One copy to the host per epoch, not per step (steps whose group count differs: one copy each).
+        if thresholds and len({t.shape for t in thresholds}) == 1:
+            thresholds = torch.stack(thresholds).cpu()
+        self.step_thresholds = [_as_floats(t) for t in thresholds]
+        last = self.step_thresholds[-1] if self.step_thresholds else math.nan
+        return float(total) / count, last
 
     def step(self, model, optimizer, batch: Batch):
         """One step of Algorithm 1 on a :class:`Batch`; returns (loss, threshold or None if ``A_b`` is empty)."""
@@ -238,6 +291,11 @@ class EpochSteps:
             both = model(both).reshape(-1)
             scores, reference = both[:n_batch], both[n_batch:]
             groups_a, weight_a = batch.groups_a, batch.weight_a
+        if self.memory is not None and reference.numel():
+            # The memory's value, the step's own gradient: f(A_b) shifted by a constant (see ._memory).
+            reference, groups_a = self.memory.thresholds(reference, _anchor(scores.detach(), batch.weight), groups_a,
+                                                         weight_a)
+            weight_a = None
         out = self.loss(scores, batch.labels, reference, batch.groups, groups_a, batch.weight, weight_a)
         total = out.loss
         if batch.constraint_rows is not None and reference.numel():
@@ -246,6 +304,15 @@ class EpochSteps:
         optimizer.step()
         parameters_changed()
         return out.loss.detach(), (out.threshold.detach() if reference.numel() else None)
+
+
+def _anchor(scores: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+    """The batch's (weighted) mean score in float32 at least: where the memory's scores are kept from (:mod:`._memory`)."""
+    wide = torch.promote_types(scores.dtype, torch.float32)
+    if weight is None:
+        return scores.mean(dtype=wide)
+    weight = weight.to(wide)
+    return (scores.to(wide) * weight).sum() / weight.sum().clamp(min=torch.finfo(wide).tiny)
 
 
 def _as_floats(threshold: torch.Tensor):

@@ -98,6 +98,10 @@ class LoaderData:
     """The first rows of the first batch, to check the model's output shape."""
     separate: bool
     """Whether the batches carry a separate minibatch of ``A``."""
+    subset_rows: int = 0
+    """Rows of ``A`` among the batches' rows (``X_b``)."""
+    threshold_rows: float = 0.0
+    """Rows of ``A`` that set a step's threshold (the separate minibatch's, or the batch's own), per batch."""
     groups: None = None
     weight: None = None
     """No row weights: ``train`` refuses ``sample_weight`` with a loader."""
@@ -127,7 +131,7 @@ def check_loader(loader, objective: str) -> LoaderData:
     The global random state is left as it was (the pass may shuffle).
     """
     spec, first, n = get_objective(objective), None, 0
-    has_subset = False
+    has_subset, subset_rows, threshold_rows, batches = False, 0, 0, 0
     with torch.random.fork_rng(devices=[]):
         for b, item in enumerate(loader):
             X_b, y_b, X_a, y_a = split_batch(item)
@@ -141,13 +145,17 @@ def check_loader(loader, objective: str) -> LoaderData:
                 if row_shape(X_a) != row_shape(X_b) or not bool(subset_mask(subset_labels, objective).all()):
                     raise ValueError(SUBSET_BATCH_MESSAGE.format(b=b, subset=spec.subset, objective=objective))
                 has_subset = has_subset or X_a.shape[0] > 0
-            has_subset = has_subset or bool(subset_mask(labels, objective).any())
-            n += X_b.shape[0]
+            in_subset = int(subset_mask(labels, objective).sum())
+            has_subset = has_subset or in_subset > 0
+            subset_rows += in_subset
+            threshold_rows += in_subset if X_a is None else X_a.shape[0]
+            n, batches = n + X_b.shape[0], batches + 1
     if first is None or n == 0:
         raise ValueError(NO_ROWS_MESSAGE)
     if not has_subset:
         raise ValueError(LOADER_NO_SUBSET_MESSAGE.format(subset=spec.subset, objective=objective))
-    return LoaderData(loader, n, first[0], first[1], first[2], first[4], first[3])
+    return LoaderData(loader, n, first[0], first[1], first[2], first[4], first[3], subset_rows,
+                      threshold_rows / batches)
 
 
 def _sample(X):
@@ -159,6 +167,13 @@ def _sample(X):
 
 class LoaderSteps(EpochSteps):
     """:class:`~quantile_surrogate.training._steps.EpochSteps` over an iterable of batches (see the module doc)."""
+
+    minibatches = True
+    """A loader's batches are minibatches (the threshold memory's default applies)."""
+
+    def memory_rows(self) -> list[tuple[int, float]]:
+        """``[(|A|, rows of A per step)]``, counted by the checking pass (:func:`check_loader`)."""
+        return [(self.data.subset_rows, self.data.threshold_rows)]
 
     def epoch(self, model, optimizer, generator):
         objective = self.settings.objective

@@ -38,7 +38,9 @@ __all__ = ["checkpoint_seed", "CHECKPOINT_VERSION"]
 
 #: The checkpoint format written and resumed. Version 2: the loop state as typed records, the
 #: drawn seed, a fingerprint per part; a checkpoint of another version is refused (``ValueError``).
-CHECKPOINT_VERSION = 2
+#: Version 3: each restart's threshold memory and per-step thresholds (``train(threshold_memory=)``), and
+#: with ``constraints`` its multipliers and records.
+CHECKPOINT_VERSION = 3
 
 FORMAT = "quantile_surrogate.training checkpoint"
 
@@ -73,16 +75,18 @@ def _hash_tensor(tensor: torch.Tensor) -> str:
     return digest.hexdigest()
 
 
-def fingerprint(settings: TrainingSettings, tensors: dict, random_state, architecture: str) -> dict:
-    """sha256 per part of a fit: the settings, the seed, the architecture and each data tensor.
+def fingerprint(settings: TrainingSettings, tensors: dict, random_state, architecture: str,
+                texts: dict | None = None) -> dict:
+    """sha256 per part of a fit: the settings, the seed, the architecture, each data tensor and each text.
 
     ``tensors`` maps names (``"X"``, ``"y"``, ``"groups"``, ``"validation"``, ...) to a
     tensor, a dict of tensors (a dict input), a tuple of them, or None; every tensor is hashed
-    byte for byte (dtype and shape included; a dict's keys too). Returns ``{part: hex digest}``.
+    byte for byte (dtype and shape included; a dict's keys too). ``texts`` maps further parts
+    to text (``"constraints"``: the constraints' repr). Returns ``{part: hex digest}``.
     """
     settings = {k: (repr(v) if callable(v) else v) for k, v in asdict(settings).items()}
     parts = {"settings": repr(sorted(settings.items())), "random_state": repr(random_state),
-             "architecture": architecture}
+             "architecture": architecture, **(texts or {})}
     key = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in parts.items()}
     for name, value in tensors.items():
         values = () if value is None else (value,) if isinstance(value, (torch.Tensor, dict)) else tuple(value)

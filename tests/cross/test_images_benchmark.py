@@ -1,0 +1,48 @@
+"""``benchmarks/images.py`` (issue 28): its stratified batches, the focal loss, and a quick run.
+
+The quick run trains every method for 2 epochs on one digit: the threshold memory is ignored by full-batch
+training, so the full batch gives every quantile method the same model; APLoss runs only where LibAUC is installed.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests._benchmarks import load
+
+bench = load("images")
+
+
+def test_stratified_batches_take_every_row_once_with_the_positive_rate_in_each():
+    y = (np.arange(203) % 10 == 0).astype(int)  # 21 positives
+    batches = bench.stratified_batches(y, 32, np.random.default_rng(0))
+    rows = np.concatenate(batches)
+    assert sorted(rows.tolist()) == list(range(203)) and len(batches) == 7
+    positives = [int(y[b].sum()) for b in batches]
+    assert max(positives) - min(positives) <= 1 and min(positives) >= 3
+    assert max(map(len, batches)) - min(map(len, batches)) <= 1
+
+
+def test_focal_loss_is_lin_et_al_s_formula():
+    g = torch.Generator().manual_seed(0)
+    scores, y = torch.randn(50, generator=g, dtype=torch.float64), (torch.rand(50, generator=g) < 0.3).long()
+    # gamma = 0, alpha = 1/2: half the binary cross-entropy
+    assert float(bench.focal_loss(scores, y, alpha=0.5, gamma=0.0)) == pytest.approx(
+        0.5 * float(F.binary_cross_entropy_with_logits(scores, y.double())), rel=1e-12)
+    p = torch.sigmoid(scores)
+    p_t = torch.where(y == 1, p, 1 - p)
+    alpha_t = torch.where(y == 1, 0.25, 0.75)
+    expected = (-alpha_t * (1 - p_t) ** 2 * torch.log(p_t)).mean()
+    assert float(bench.focal_loss(scores, y)) == pytest.approx(float(expected), rel=1e-10)
+
+
+def test_a_quick_run_gives_every_quantile_method_the_full_batch_model():
+    methods = ["default", "buffer", "ema", "from_batch", "bce"]
+    rows = bench.run(digits=(3,), seeds=range(1), batch_sizes=("32", "full"), methods=methods, epochs=1)
+    assert len(rows) == 2 * len(methods) and set(rows.method) == set(methods)
+    full = rows[(rows.batch == "full") & rows.method.isin(methods[:4])]
+    assert full.precision.nunique() == 1 and full.average_precision.nunique() == 1
+    buffer = rows[(rows.batch == "32") & (rows.method == "buffer")].iloc[0]
+    assert buffer.steps == 29 and np.isfinite(buffer.threshold_recall_sd)
+    assert "step cost, buffer / bce at batch 32" in bench.summary(rows)
