@@ -129,3 +129,18 @@ def test_an_iterable_of_batches_remembers_as_the_tensors_do():
     batches = train(linear(), one_epoch_of_batches(X, y, 3, separate=False), **settings)
     assert torch.equal(params(batches.model), params(tensors.model))
     assert batches.threshold_curve == tensors.threshold_curve
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+def test_the_memory_inside_autocast_stays_finite(dtype):
+    """Half-precision scores: the memory keeps its scores and anchors in float32; loss and thresholds stay finite."""
+    from tests.training.test_inputs import SmallCNN, digits
+
+    X, y = digits()
+    with torch.autocast("cpu", dtype=dtype):
+        result = train(SmallCNN(), X[:400], y[:400], target=0.9, batch_size=16, max_epochs=3, learning_rate=0.05,
+                       random_state=0, threshold_memory="buffer")
+    steps = torch.tensor([t for epoch in result.threshold_curve for t in epoch])
+    assert bool(torch.isfinite(torch.tensor(result.loss_curve + [result.loss])).all())
+    assert steps.numel() == 3 * 25 and bool(torch.isfinite(steps).all())
+    assert result.loss_curve[-1] < result.loss_curve[0]
