@@ -7,7 +7,7 @@ half/half split with seed ``s``; every model is seeded with ``s`` and trained on
 and measured on the second: precision at recall 0.9 (the threshold at the test positives'
 0.1-quantile, the same for every method) and average precision (scikit-learn's).
 
-Model: ``SmallCNN`` (conv 3x3, 8 channels, ReLU, 2x2 max pool, linear head; 1,241 parameters).
+Model: ``SmallCNN`` (conv 3x3, 8 channels by default, ReLU, 2x2 max pool, linear head; 1,241 parameters).
 Every method runs SGD with momentum 0.9 and learning rate ``--learning-rate`` (0.05) for
 ``--epochs`` epochs (30), except ``aploss`` (Adam, 1e-3, LibAUC's own example's optimiser). The
 full batch (``--batch-sizes ...,full``) takes as many steps as batch 32 does, so that it is the
@@ -48,7 +48,12 @@ Full run (one core; refuses to overwrite):
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/images.py --out results/images/digits_5seeds.csv
 
 ``--quick`` is a seconds-long smoke run (one digit, one seed, batch 32 and full, 2 epochs; the tests use it),
-``--device cuda`` runs on a GPU.
+``--device cuda`` runs on a GPU. ``--copies K`` adds K shifted, noisy copies of every training image (a
+larger ``A``: with 20, the default's minibatch of ``A`` is the rule's 500 rows a step) and ``--channels``
+widens the CNN:
+
+    OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/images.py --digits 3,8,9 --seeds 3 --batch-sizes 32 \
+        --methods default,buffer,from_batch,bce --copies 20 --channels 32 --epochs 3 --out results/images/digits_x21_cnn32.csv
 """
 
 from __future__ import annotations
@@ -100,6 +105,23 @@ def digits_task(digit: int):
     data = load_digits()
     X = torch.tensor(data.images / 16.0, dtype=torch.float32).unsqueeze(1)
     return X, torch.tensor(data.target == digit, dtype=torch.long)
+
+
+def augmented(X: torch.Tensor, y: torch.Tensor, copies: int, seed: int):
+    """``X`` and ``copies`` noisy copies of it: each image shifted by up to one pixel each way, plus N(0, 0.1) noise.
+
+    A larger training set (``--copies``) with the same task: ``A`` grows, and with it the default's
+    separate minibatch of ``A`` per step (the tail count rule's ``m``, 500 rows at recall 0.9).
+    """
+    if copies == 0:
+        return X, y
+    g = torch.Generator().manual_seed(seed)
+    parts = [X]
+    for _ in range(copies):
+        shift = torch.randint(-1, 2, (2,), generator=g).tolist()
+        noise = 0.1 * torch.randn(X.shape, generator=g, dtype=X.dtype)
+        parts.append(torch.roll(X, shifts=shift, dims=(2, 3)) + noise)
+    return torch.cat(parts), y.repeat(copies + 1)
 
 
 def stratified_batches(y: np.ndarray, batch_size: int, rng: np.random.Generator) -> list:
@@ -202,10 +224,10 @@ def _threshold_rows(result, model, X, y) -> dict:
                 threshold_recall_bias=float(recall.mean() - RECALL))
 
 
-def fit_one(method, X, y, batch_size, epochs, lr, seed, device) -> tuple[nn.Module, dict]:
+def fit_one(method, X, y, batch_size, epochs, lr, seed, device, channels=8) -> tuple[nn.Module, dict]:
     """One method's model on ``(X, y)`` and its row of measurements (besides the test metrics)."""
     torch.manual_seed(seed)
-    model = SmallCNN().to(device)
+    model = SmallCNN(channels).to(device)
     n = X.shape[0]
     full = batch_size is None
     if full:  # as many steps as the reference batch size takes
@@ -230,8 +252,8 @@ def _warm_up(methods, lr, device) -> None:
 
 
 def run(digits=(3, 8, 9), seeds=range(5), batch_sizes=BATCH_SIZES, methods=METHODS, epochs=30, lr=0.05,
-        device="cpu", progress=False) -> pd.DataFrame:
-    """Every (digit, seed, batch size, method) fit's row."""
+        device="cpu", progress=False, copies=0, channels=8) -> pd.DataFrame:
+    """Every (digit, seed, batch size, method) fit's row (training halves with ``copies`` augmented copies)."""
     rows = []
     _warm_up(methods, lr, device)
     for digit in digits:
@@ -239,12 +261,13 @@ def run(digits=(3, 8, 9), seeds=range(5), batch_sizes=BATCH_SIZES, methods=METHO
         for seed in seeds:
             train_rows, test_rows = train_test_split(np.arange(len(y_all)), test_size=0.5, stratify=y_all.numpy(),
                                                      random_state=seed)
-            X, y = X_all[train_rows].to(device), y_all[train_rows].to(device)
+            X, y = augmented(X_all[train_rows], y_all[train_rows], copies, seed)
+            X, y = X.to(device), y.to(device)
             X_test, y_test = X_all[test_rows].to(device), y_all[test_rows].numpy()
             for batch in batch_sizes:
                 batch_size = None if batch == "full" else int(batch)
                 for method in methods:
-                    model, row = fit_one(method, X, y, batch_size, epochs, lr, seed, device)
+                    model, row = fit_one(method, X, y, batch_size, epochs, lr, seed, device, channels)
                     scores = predict_scores(model, X_test).double().cpu().numpy()
                     row = dict(digit=digit, seed=seed, batch=batch, method=method,
                                precision=precision_at_recall(y_test, scores, RECALL),
@@ -308,6 +331,9 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, help="epochs per fit (default 30; 2 with --quick)")
     parser.add_argument("--learning-rate", type=float, default=0.05, help="SGD's learning rate (not aploss's)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--copies", type=int, default=0,
+                        help="augmented copies of each training image (shifted, noisy): a larger A (default 0)")
+    parser.add_argument("--channels", type=int, default=8, help="the CNN's convolution channels (default 8)")
     parser.add_argument("--quick", action="store_true", help="digit 3, one seed, batch 32 and full, 2 epochs")
     parser.add_argument("--progress", action="store_true", help="print one line per fit")
     parser.add_argument("--out", help="write every fit's row to this new .csv file, and the summary as .md")
@@ -322,8 +348,8 @@ def main(argv=None):
         digits = digits[:1]
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 5)
     epochs = args.epochs if args.epochs is not None else (2 if args.quick else 30)
-    if seeds < 1 or epochs < 1:
-        parser.error("--seeds and --epochs must be >= 1")
+    if seeds < 1 or epochs < 1 or args.copies < 0 or args.channels < 1:
+        parser.error("--seeds, --epochs and --channels must be >= 1, --copies >= 0")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda: no GPU is visible to torch")
     if "aploss" in methods and not has_libauc():
@@ -332,7 +358,8 @@ def main(argv=None):
     problem = None if args.out is None else out_problem(args.out)
     if problem:
         parser.error(problem)
-    rows = run(digits, range(seeds), batch_sizes, methods, epochs, args.learning_rate, args.device, args.progress)
+    rows = run(digits, range(seeds), batch_sizes, methods, epochs, args.learning_rate, args.device, args.progress,
+               args.copies, args.channels)
     text = summary(rows)
     return report(rows, text, args.out)
 

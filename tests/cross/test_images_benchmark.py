@@ -46,3 +46,16 @@ def test_a_quick_run_gives_every_quantile_method_the_full_batch_model():
     buffer = rows[(rows.batch == "32") & (rows.method == "buffer")].iloc[0]
     assert buffer.steps == 29 and np.isfinite(buffer.threshold_recall_sd)
     assert "step cost, buffer / bce at batch 32" in bench.summary(rows)
+
+
+def test_augmented_copies_keep_the_labels_and_shift_each_copy_by_at_most_a_pixel():
+    X, y = bench.digits_task(3)
+    X, y = X[:50], y[:50]
+    big, labels = bench.augmented(X, y, 3, seed=0)
+    assert big.shape == (200, 1, 8, 8) and torch.equal(labels, y.repeat(4)) and torch.equal(big[:50], X)
+    for copy in big[50:].split(50):
+        # some shift of at most one pixel each way leaves only the N(0, 0.1) noise
+        residual = min(float((copy - torch.roll(X, (a, b), dims=(2, 3))).std())
+                       for a in (-1, 0, 1) for b in (-1, 0, 1))
+        assert residual == pytest.approx(0.1, rel=0.1)
+    assert bench.augmented(X, y, 0, seed=0)[0] is X
