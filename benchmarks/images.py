@@ -24,6 +24,9 @@ converged reference the issue compares batch 32 with, not a 30-step fit.
                     about 3 at batch 32 (a batch without one draws the rule's minibatch)
 ``bce``             binary cross-entropy (``BCEWithLogitsLoss``), the same batches
 ``focal``           focal loss, ``alpha=0.25, gamma=2`` (Lin et al. 2017), the same batches
+``separate_64``     a separate minibatch of 64 rows of ``A`` a step (``subset_batch_size=64``)
+``buffer_64``       the same with ``threshold_memory="buffer"`` (the value from the buffer, the
+                    gradient from the 64 rows)
 ``aploss``          LibAUC 2.0.1's ``APLoss`` (``margin=1, gamma=0.9``, squared hinge on sigmoid
                     outputs, its per-row state indexed by row) on batches that each hold the
                     data's positive rate, drawn by this file's ``stratified_batches`` in place of
@@ -79,9 +82,12 @@ from quantile_surrogate import train  # noqa: E402
 from quantile_surrogate.metrics import precision_at_recall  # noqa: E402
 from quantile_surrogate.objectives import predict_scores  # noqa: E402
 
-METHODS = ("default", "buffer", "ema", "from_batch", "bce", "focal", "aploss")
+METHODS = ("default", "buffer", "ema", "from_batch", "bce", "focal", "aploss", "separate_64", "buffer_64")
 QUANTILE = {"default": {}, "buffer": {"threshold_memory": "buffer"}, "ema": {"threshold_memory": "ema"},
-            "from_batch": {"subset_from_batch": True}}
+            "from_batch": {"subset_from_batch": True}, "separate_64": {"subset_batch_size": 64},
+            "buffer_64": {"threshold_memory": "buffer", "subset_batch_size": 64}}
+DEFAULT_METHODS = METHODS[:7]
+"""What a run measures without ``--methods``."""
 BATCH_SIZES = ("16", "32", "256", "full")
 RECALL = 0.9
 REFERENCE_BATCH = 32
@@ -251,7 +257,7 @@ def _warm_up(methods, lr, device) -> None:
         fit_one(method, X[:128].to(device), y[:128].to(device), 32, 1, lr, 0, device)
 
 
-def run(digits=(3, 8, 9), seeds=range(5), batch_sizes=BATCH_SIZES, methods=METHODS, epochs=30, lr=0.05,
+def run(digits=(3, 8, 9), seeds=range(5), batch_sizes=BATCH_SIZES, methods=DEFAULT_METHODS, epochs=30, lr=0.05,
         device="cpu", progress=False, copies=0, channels=8) -> pd.DataFrame:
     """Every (digit, seed, batch size, method) fit's row (training halves with ``copies`` augmented copies)."""
     rows = []
@@ -327,7 +333,8 @@ def main(argv=None):
     parser.add_argument("--digits", default="3,8,9", help="comma-separated digits, each against the rest")
     parser.add_argument("--seeds", type=int, help="splits and model seeds 0.. (default 5; 1 with --quick)")
     parser.add_argument("--batch-sizes", default=",".join(BATCH_SIZES), help="comma-separated from 16,32,256,full")
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated from {', '.join(METHODS)}")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                        help=f"comma-separated from {', '.join(METHODS)} (default: the first seven)")
     parser.add_argument("--epochs", type=int, help="epochs per fit (default 30; 2 with --quick)")
     parser.add_argument("--learning-rate", type=float, default=0.05, help="SGD's learning rate (not aploss's)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
