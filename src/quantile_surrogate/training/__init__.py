@@ -79,8 +79,9 @@ CHECKPOINT_WEIGHT_MESSAGE = (
 NO_SUBSET_MESSAGE = "`y` has no row of the subset A ({subset}) for {objective!r}; training needs at least one."
 SELECT_VALIDATION_MESSAGE = "`select='validation'` needs `validation=(X_val, y_val)`."
 MEMORY_CALLABLE_MESSAGE = (
-    "`threshold_memory` shifts the scores of A_b to move the threshold, which needs a named `quantile` estimator "
-    "(an average of order statistics); pass quantile='kernel' (or another name), or threshold_memory=None."
+    "`threshold_memory` keeps scores relative to each batch's mean and adds it back, which needs a `quantile` "
+    "estimator that moves with its scores (q(s + c) = q(s) + c, as the named ones do); pass quantile='kernel' "
+    "(or another name), or threshold_memory=None."
 )
 VALIDATION_WEIGHT_MESSAGE = "`validation_weight` weights the rows of `validation`; pass `validation=` too."
 VALIDATION_FORM_MESSAGE = "`validation` must be (X_val, y_val); {fix}"

@@ -31,6 +31,11 @@ from the threshold, nothing pushes them up, and the CNN of ``benchmarks/images.p
 constant scores on every development split.) The step hands the loss this threshold as a
 one-row ``threshold_scores`` (per group, with its code), whose quantile is itself for every
 estimator. One threshold per group: one memory per group.
+
+**Measured** (``benchmarks/images.py``, ``docs/pytorch.md``): the buffer's thresholds are unbiased
+with a third of the batch's own spread, but the models are no better than Algorithm 1's from the
+batch, and worse than the default's separate minibatch of ``A``, whose many positives carry the
+threshold's gradient. So ``train()``'s default is no memory.
 """
 
 from __future__ import annotations

@@ -292,7 +292,8 @@ class EpochSteps:
             scores, reference = both[:n_batch], both[n_batch:]
             groups_a, weight_a = batch.groups_a, batch.weight_a
         if self.memory is not None and reference.numel():
-            # The memory's value, the step's own gradient: f(A_b) shifted by a constant (see ._memory).
+            # The memory's value with the step's own gradient, one threshold per group, handed to the loss as
+            # one-row threshold scores (the quantile of one value is that value; see ._memory).
             reference, groups_a = self.memory.thresholds(reference, _anchor(scores.detach(), batch.weight), groups_a,
                                                          weight_a)
             weight_a = None
