@@ -4,7 +4,7 @@ The value is the quantile over the remembered and the current scores of A (relat
 batch's mean score), checked against the estimator on the merged scores; the gradient is the step's own estimate's,
 checked by autograd; on a model that does not move, the memory's thresholds give recalls whose spread is several
 times smaller than Algorithm 1's own-batch estimate and whose mean is the target (the own-batch estimate of three
-positives is biased). Resuming a checkpoint restores the memory (tests/training/test_checkpoint.py runs minibatches).
+positives is biased). Resuming a checkpoint restores the memory: the resumed fit is the uninterrupted one, bit for bit.
 """
 
 import pytest
@@ -144,3 +144,22 @@ def test_the_memory_inside_autocast_stays_finite(dtype):
     assert bool(torch.isfinite(torch.tensor(result.loss_curve + [result.loss])).all())
     assert steps.numel() == 3 * 25 and bool(torch.isfinite(steps).all())
     assert result.loss_curve[-1] < result.loss_curve[0]
+
+
+@pytest.mark.parametrize("mode", ["buffer", "ema"])
+def test_a_fit_with_a_memory_resumes_from_its_checkpoint_bit_identically(tmp_path, mode):
+    from tests.training._helpers import blobs, linear, params
+
+    X, y = blobs()
+    settings = dict(batch_size=40, n_restarts=2, max_epochs=5, learning_rate=0.1, random_state=5, threshold_memory=mode)
+    reference = train(linear(), X, y, **settings)
+
+    def interrupt(info):
+        if (info["restart"], info["epoch"]) == (1, 2):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(linear(), X, y, checkpoint=tmp_path / "fit.pt", callback=interrupt, **settings)
+    resumed = train(linear(), X, y, checkpoint=tmp_path / "fit.pt", **settings)
+    assert torch.equal(params(resumed.model), params(reference.model))
+    assert resumed.threshold_curve == reference.threshold_curve and resumed.restart_losses == reference.restart_losses

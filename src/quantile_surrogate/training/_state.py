@@ -129,7 +129,7 @@ class TrainResult:
     threshold_curve: list = field(default_factory=list)
     """Per epoch of the selected restart, the threshold of each step (a float; a tuple per group with
     ``groups``): one per epoch for the full batch. With a threshold memory it is the memory's value
-    (``train(threshold_memory=)``); its spread over an epoch is the step-to-step noise of the threshold."""
+    (``train(threshold_memory=)``); its spread over an epoch is the threshold's step-to-step noise and drift."""
     constraint_curve: list | None = None
     """With ``constraints``: per epoch of the selected restart, the record of its last step
     (:meth:`~quantile_surrogate.constraints.ConstraintSet.update`: each constraint's ``name``,
@@ -235,7 +235,8 @@ class RunState:
     threshold_curve: list = field(default_factory=list)
     """Per epoch, the threshold of each of its steps."""
     constraints: dict | None = None
-    """With ``constraints``: the multipliers and records of the restart (:meth:`._loop.TrainingLoop.constraint_state`)."""
+    """With ``constraints``: the restart's multipliers and last record (``ConstraintTerm.state_dict``), its
+    constraint curve and its held-out excesses."""
 
     def to_dict(self) -> dict:
         return dict(_plain(self), stopping=self.stopping.to_dict())

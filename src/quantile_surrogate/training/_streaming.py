@@ -169,7 +169,7 @@ class LoaderSteps(EpochSteps):
     """:class:`~quantile_surrogate.training._steps.EpochSteps` over an iterable of batches (see the module doc)."""
 
     minibatches = True
-    """A loader's batches are minibatches (the threshold memory's default applies)."""
+    """A loader's batches are minibatches: ``threshold_memory`` applies to them."""
 
     def memory_rows(self) -> list[tuple[int, float]]:
         """``[(|A|, rows of A per step)]``, counted by the checking pass (:func:`check_loader`)."""
