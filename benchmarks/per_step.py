@@ -227,7 +227,7 @@ def run_block(model_kind, n, args, rng):
             fn = (partial(losses.precision_at_rate_loss, labels=labels, rate=RATE, validate_args=False, **settings)
                   if settings is not None else (lambda scores: F.binary_cross_entropy_with_logits(scores, y)))
             graphs = "CUDA graphs" in name
-            if graphs and args.device.startswith("cuda") or not graphs:
+            if not graphs or args.device.startswith("cuda"):  # CUDA graphs need a GPU
                 steps["compiled", name] = make_compiled_step(model, X, fn, graphs)
     clock = {"cpu": time.process_time, "wall": time.perf_counter, "cuda": "cuda"}[args.clock]
     return interleaved(steps, baseline, args.rounds, clock)
