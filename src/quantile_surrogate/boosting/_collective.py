@@ -39,7 +39,8 @@ from typing import Protocol
 import numpy as np
 
 __all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
-           "global_span", "select_ranks", "gather_window", "in_lightgbm_network", "SELECTION_BINS"]
+           "global_span", "rank_bin", "refine_ranks", "select_ranks", "gather_window", "in_lightgbm_network",
+           "SELECTION_BINS"]
 
 #: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
 SELECTION_BINS = 1024
@@ -155,6 +156,25 @@ def rank_bin(counts: np.ndarray, below: int, rank: int) -> tuple[int, int]:
     return j, int(through[j] - counts[j])
 
 
+def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round) -> list[int]:
+    """The interval loop of the module's algorithm, shared by the workers' and the Dask client's selection.
+
+    Each rank keeps ``[L, H, count below L]``, from ``span``; while some ``L < H``, the unfinished
+    ranks' bin edges (:func:`_edges`) go to ``one_round(edges, belows, ranks)``, which returns for
+    each the new ``(L, H, below)``: the chosen bin's (:func:`rank_bin`) smallest and largest key and
+    the count under it. Returns each rank's key.
+    """
+    state = [(span[0], span[1], 0) for _ in ranks]
+    while True:
+        active = [i for i, (low, high, _) in enumerate(state) if low < high]
+        if not active:
+            return [low for low, _, _ in state]
+        edges = [_edges(state[i][0], state[i][1], bins) for i in active]
+        updated = one_round(edges, [state[i][2] for i in active], [ranks[i] for i in active])
+        for i, entry in zip(active, updated):
+            state[i] = entry
+
+
 def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, int],
                  bins: int = SELECTION_BINS) -> list[int]:
     """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
@@ -163,28 +183,23 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
     (:func:`global_span`); each rank lies in ``1..N``. Per round one SUM (int64, at most
     ``bins`` per unfinished rank) and one MAX (uint64, 2 per unfinished rank).
     """
-    state = [[span[0], span[1], 0] for _ in ranks]  # [L, H, count below L] per rank
-    while True:
-        active = [i for i, (low, high, _) in enumerate(state) if low < high]
-        if not active:
-            return [low for low, _, _ in state]
-        edges = [_edges(state[i][0], state[i][1], bins) for i in active]
-        local = [_bin_counts(keys, e) for e in edges]
-        total = comm.allreduce(np.concatenate(local), "sum")
-        extremes = np.zeros(2 * len(active), dtype=np.uint64)
-        picked = []
-        for slot, (i, e) in enumerate(zip(active, edges)):
-            counts = total[:len(e) - 1]
-            total = total[len(e) - 1:]
-            j, below = rank_bin(counts, state[i][2], ranks[i])
-            picked.append((i, below))
+    def one_round(edges, belows, targets):
+        total = comm.allreduce(np.concatenate([_bin_counts(keys, e) for e in edges]), "sum")
+        extremes = np.zeros(2 * len(edges), dtype=np.uint64)
+        unders = []
+        for slot, (e, below, rank) in enumerate(zip(edges, belows, targets)):
+            counts, total = total[:len(e) - 1], total[len(e) - 1:]
+            j, under = rank_bin(counts, below, rank)
+            unders.append(under)
             start = int(np.searchsorted(keys, np.uint64(e[j]), side="left"))
             stop = int(np.searchsorted(keys, np.uint64(e[j + 1] - 1), side="right"))
             if stop > start:
                 extremes[2 * slot:2 * slot + 2] = (~keys[start], keys[stop - 1])
         extremes = comm.allreduce(extremes, "max")
-        for slot, (i, below) in enumerate(picked):
-            state[i] = [_TOP - int(extremes[2 * slot]), int(extremes[2 * slot + 1]), below]
+        return [(_TOP - int(extremes[2 * slot]), int(extremes[2 * slot + 1]), under)
+                for slot, under in enumerate(unders)]
+
+    return refine_ranks(ranks, span, bins, one_round)
 
 
 def gather_window(comm: Communicator, values: np.ndarray, low: float, high: float,

@@ -38,14 +38,12 @@ import warnings
 import numpy as np
 
 from .._utils.checks import check_target
-from ..boosting._collective import SELECTION_BINS, _bin_counts, _edges, float_keys, key_values, rank_bin
+from ..boosting._collective import _TOP, SELECTION_BINS, _bin_counts, float_keys, key_values, rank_bin, refine_ranks
 from ..objectives import get_objective
 from ..objectives.thresholds import (EMPTY_CONSTRAINT_MESSAGE, TIE_POLICY, TIED_SCORES_MESSAGE, TiedScoresWarning,
                                      allowed_count)
 
 __all__ = ["dask_constraint_threshold", "dask_select_keys"]
-
-_TOP = int(np.iinfo(np.uint64).max)
 
 
 # -- what each partition computes (on its worker) ---------------------------------------------------
@@ -93,22 +91,21 @@ def _subset_above(scores, labels, objective: str, theta: float) -> int:
 def dask_select_keys(client, key_blocks, ranks, span, bins: int = SELECTION_BINS) -> list[int]:
     """The keys of the global order statistics of the 1-based ``ranks`` over ``key_blocks`` (futures of sorted keys).
 
-    ``span`` is the global ``(smallest, largest)`` key. The interval update of
-    :func:`~quantile_surrogate.boosting._collective.select_ranks`, one Dask computation a round.
+    ``span`` is the global ``(smallest, largest)`` key. The interval loop of
+    :func:`~quantile_surrogate.boosting._collective.refine_ranks`, one Dask computation a round.
     """
-    state = [[span[0], span[1], 0] for _ in ranks]  # [L, H, count below L] per rank
-    while True:
-        active = [i for i, (low, high, _) in enumerate(state) if low < high]
-        if not active:
-            return [low for low, _, _ in state]
-        edges = [_edges(state[i][0], state[i][1], bins) for i in active]
+    def one_round(edges, belows, targets):
         parts = client.gather(client.map(_bin_stats, key_blocks, edges=edges, pure=False))
-        for slot, i in enumerate(active):
+        updated = []
+        for slot, (below, rank) in enumerate(zip(belows, targets)):
             counts = np.sum([part[slot][0] for part in parts], axis=0)
             lows = np.minimum.reduce([part[slot][1] for part in parts])
             highs = np.maximum.reduce([part[slot][2] for part in parts])
-            j, below = rank_bin(counts, state[i][2], ranks[i])
-            state[i] = [int(lows[j]), int(highs[j]), below]
+            j, under = rank_bin(counts, below, rank)
+            updated.append((int(lows[j]), int(highs[j]), under))
+        return updated
+
+    return refine_ranks(ranks, span, bins, one_round)
 
 
 def _per_partition(function, scores, labels, *args) -> list:

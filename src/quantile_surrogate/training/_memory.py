@@ -125,20 +125,17 @@ class ThresholdMemory:
         return torch.stack(out), codes
 
     def _threshold(self, g, current, current_weight, anchor, wide) -> torch.Tensor:
-        relative = current.detach().to(wide) - anchor
-        weight = None if current_weight is None else current_weight.detach().to(wide)
-        with torch.no_grad():
-            if self.mode == "ema":
-                own = self._estimate(relative, weight)
-                past = self.average[g]
-                self.average[g] = own if past is None else EMA_DECAY * past + (1.0 - EMA_DECAY) * own
-                value = self.average[g]
-            else:
-                merged, merged_weight = self._merge(g, relative, weight)
-                value = self._estimate(merged, merged_weight)
         # The value is the memory's, the gradient the step's own estimate's (see the module docstring).
-        own = quantile_estimates(self.quantile, current, [self.level], bandwidth=self.bandwidth,
-                                 weight=current_weight)[0]
+        own = self._estimate(current, current_weight)
+        with torch.no_grad():
+            if self.mode == "ema":  # relative to the anchor: the estimate moves with its scores
+                past, own_relative = self.average[g], own.detach().to(wide) - anchor
+                value = own_relative if past is None else EMA_DECAY * past + (1.0 - EMA_DECAY) * own_relative
+                self.average[g] = value
+            else:
+                weight = None if current_weight is None else current_weight.detach().to(wide)
+                merged, merged_weight = self._merge(g, current.detach().to(wide) - anchor, weight)
+                value = self._estimate(merged, merged_weight)
         return own + (value + anchor - own.detach().to(wide)).to(current.dtype)
 
     def _merge(self, g, relative, weight):
