@@ -16,7 +16,8 @@ converged reference the issue compares batch 32 with, not a 30-step fit.
 ==================  ==========================================================================
 ``default``         ``train(objective="precision_at_recall", target=0.9, batch_size=B)``: each step
                     forwards the tail count rule's separate minibatch of ``A`` with its batch
-                    (``min(|A|, 500)`` rows: here every training positive, every step)
+                    (``min(|A|, 500, max(B, 16))`` rows: B rows at batch 16 and 32, every
+                    training positive at 256)
 ``buffer``          the same with ``threshold_memory="buffer"`` (``A_b`` from the batch, the value
                     from it and the last 10 steps' scores of ``A``)
 ``ema``             the same with ``threshold_memory="ema"``
@@ -52,7 +53,7 @@ Full run (one core; refuses to overwrite):
 
 ``--quick`` is a seconds-long smoke run (one digit, one seed, batch 32 and full, 2 epochs; the tests use it),
 ``--device cuda`` runs on a GPU. ``--copies K`` adds K shifted, noisy copies of every training image (a
-larger ``A``: with 20, the default's minibatch of ``A`` is the rule's 500 rows a step) and ``--channels``
+larger ``A``: with 20, the uncapped rule's minibatch of ``A`` would be 500 rows a step) and ``--channels``
 widens the CNN:
 
     OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/images.py --digits 3,8,9 --seeds 3 --batch-sizes 32 \
@@ -116,8 +117,8 @@ def digits_task(digit: int):
 def augmented(X: torch.Tensor, y: torch.Tensor, copies: int, seed: int):
     """``X`` and ``copies`` noisy copies of it: each image shifted by up to one pixel each way, plus N(0, 0.1) noise.
 
-    A larger training set (``--copies``) with the same task: ``A`` grows, and with it the default's
-    separate minibatch of ``A`` per step (the tail count rule's ``m``, 500 rows at recall 0.9).
+    A larger training set (``--copies``) with the same task: ``A`` grows, and with it the uncapped tail
+    count rule's separate minibatch of ``A`` per step (500 rows at recall 0.9; the default caps it at the batch).
     """
     if copies == 0:
         return X, y

@@ -148,3 +148,19 @@ def test_has_nan_reads_stored_values_of_sparse_input():
     assert not _boosted_family.has_nan(X)
     X.data[0] = np.nan
     assert _boosted_family.has_nan(X) and _boosted_family.has_nan(np.array([[np.nan]]))
+
+
+def test_auto_leaves_the_trees_out_on_sparse_input_with_a_note():
+    X, y = sparse_classification(400, 30, seed=5)
+    small = dict(alphas=(1e-3,), estimator=QuantileClassifier(max_epochs=6), random_state=0)
+    auto = QuantileClassifierCV(target=0.9, hidden_layer_sizes_grid=((),), **small).fit(X, y)
+    assert list(auto.cv_results_["param_family"]) == ["linear"]
+    assert auto.selection_["notes"] == [_boosted_family.SPARSE_TREES_NOTE]
+    assert auto.selection_["reason"].startswith("linear: the only family")
+    assert auto.selection_["metric"].shape[2] == 1  # one restart on sparse X
+    explicit = QuantileClassifierCV(target=0.9, hidden_layer_sizes_grid=((),), boosting=None, **small).fit(X, y)
+    np.testing.assert_array_equal(auto.decision_function(X), explicit.decision_function(X))
+    asked = QuantileClassifierCV(target=0.9, hidden_layer_sizes_grid=((), (4,)), boosting=TREES, **small).fit(X, y)
+    assert list(asked.cv_results_["param_family"]) == ["linear", "mlp", "boosted"]
+    assert asked.selection_["notes"] == [] and asked.selection_["metric"].shape[2] == 1
+    assert QuantileClassifierCV(target=0.9, **small).fit(X.toarray(), y).selection_["metric"].shape[2] == 3

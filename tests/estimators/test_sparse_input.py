@@ -147,3 +147,27 @@ def test_more_columns_than_int32_indexes_is_one_clear_error():
                       shape=(n, 2**31 + 10))
     with pytest.raises(ValueError, match=r"`X` has 2,147,483,658 columns, more than 2\*\*31 - 1.*FeatureHasher"):
         QuantileClassifier(**QUICK).fit(X, np.arange(n) % 2)
+
+
+@pytest.mark.parametrize("early_stopping", ["auto", True])
+def test_auto_restarts_are_one_on_sparse_input(early_stopping, monkeypatch):
+    """The restarts that the selection trains (K-fold or validation split), read off its calls."""
+    from quantile_surrogate.estimators import _quantile_fit, quantile_classifier
+
+    counts = []
+    for module, name in ((_quantile_fit, "cross_fit_selection"), (quantile_classifier, "train")):
+        def spy(*args, _real=getattr(module, name), **kwargs):
+            counts.append(kwargs.get("n_restarts"))
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(module, name, spy)
+    X, y = sparse_classification(300, 40, seed=2)
+    settings = dict(max_epochs=8, random_state=0, early_stopping=early_stopping)
+
+    def restarts(X, **extra):
+        counts.clear()
+        QuantileClassifier(**settings, **extra).fit(X, y)
+        return counts[0]
+
+    assert restarts(X) == 1 and restarts(X, hidden_layer_sizes=(4,)) == 1  # a linear model or an MLP
+    assert restarts(X, n_restarts=3) == 3
+    assert restarts(X.toarray()) == 3  # dense input keeps three

@@ -47,3 +47,9 @@ def test_describe_choice_names_the_criterion_that_decided():
                     "below: boosted 0.580, bar 0.100")
     alone = dict(record, family_within_noise=np.array([True, False, False]))
     assert describe_choice(["linear", "mlp (64,)", "boosted"], alone, 0).startswith("linear: the best held-out mean, 0.700")
+
+
+def test_describe_choice_with_one_family_says_so():
+    record = dict(family_means=np.array([0.41]), family_bar=np.array([0.0]), family_within_noise=np.array([True]),
+                  family_average_precision=np.array([0.5]))
+    assert describe_choice(["linear"], record, 0) == "linear: the only family, held-out mean 0.410"

@@ -160,15 +160,17 @@ def test_subset_batch_sampler_sizes_its_minibatch_of_A_by_the_target():
     rng = np.random.default_rng(1)
     y = rng.random(3000) < 0.4  # ~1200 positives
     codes = (rng.random(3000) < 0.1).astype(int)  # group 1: ~120 positives
-    sampler = SubsetBatchSampler(y, 100, target=0.8, generator=torch.Generator().manual_seed(0))
-    assert sampler.subset_rows == 250 and all(len(step) == 100 + 250 for step in sampler)
+    sampler = SubsetBatchSampler(y, 300, target=0.8, generator=torch.Generator().manual_seed(0))
+    assert sampler.subset_rows == 250 and all(len(step) == 300 + 250 for step in sampler)
+    assert SubsetBatchSampler(y, 100, target=0.8).subset_rows == 100  # never more than the batch (train's cap)
+    assert SubsetBatchSampler(y, 8, target=0.8).subset_rows == 16  # ... but at least 16
     assert SubsetBatchSampler(y, 100, target=0.8, subset_batch_size=30).subset_rows == 30  # explicit wins
     assert SubsetBatchSampler(y, 100).subset_rows == 100  # no target: batch_size, as before
-    grouped = SubsetBatchSampler(y, 100, target=0.8, groups=codes, generator=torch.Generator().manual_seed(0))
+    grouped = SubsetBatchSampler(y, 300, target=0.8, groups=codes, generator=torch.Generator().manual_seed(0))
     per_group = np.bincount(codes[y])
     assert per_group[1] < 250 < per_group[0] and grouped.subset_rows == 250 + per_group[1]
     for step in grouped:
-        assert np.bincount(codes[np.array(step[100:])], minlength=2).tolist() == [250, per_group[1]]
+        assert np.bincount(codes[np.array(step[300:])], minlength=2).tolist() == [250, per_group[1]]
     with pytest.raises(ValueError, match="`target`"):
         SubsetBatchSampler(y, 100, target=1.5)
 

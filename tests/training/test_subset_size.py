@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from quantile_surrogate.training import train
-from quantile_surrogate.training.subset_size import TAIL_ROWS, SubsetPlan, default_subset_batch_size, subset_plan
+from quantile_surrogate.training.subset_size import (MIN_SUBSET_ROWS, TAIL_ROWS, SubsetPlan, default_subset_batch_size,
+                                                      subset_plan)
 from tests.training._helpers import Recorder, blobs, params, trained
 
 torch.set_num_threads(1)
@@ -21,14 +22,26 @@ torch.set_num_threads(1)
 ])
 def test_the_default_takes_k_rows_beyond_the_level(subset_rows, target, tail_rows, expected):
     assert default_subset_batch_size(subset_rows, target, tail_rows) == expected
+    assert default_subset_batch_size(subset_rows, target, tail_rows, batch_size=10**6) == expected  # no cap here
     assert TAIL_ROWS == 50
+
+
+@pytest.mark.parametrize("subset_rows,target,batch_size,expected", [
+    (50_000, 0.9, 32, 32), (50_000, 0.99, 1000, 1000),  # never more rows of A than the step's batch ...
+    (50_000, 0.9, 8, MIN_SUBSET_ROWS), (10, 0.9, 8, 10),  # ... but at least 16 (all of A if fewer)
+    (50_000, 0.8, 1000, 250),  # the tail count rule below the cap
+])
+def test_the_default_is_capped_at_the_batch_size(subset_rows, target, batch_size, expected):
+    assert default_subset_batch_size(subset_rows, target, batch_size=batch_size) == expected
+    assert MIN_SUBSET_ROWS == 16
 
 
 @pytest.mark.parametrize("n,batch_size,sizes,target,expected", [
     (10**6, 10**4, [80_000], 0.95, SubsetPlan(True, 1000)),  # 800 rows of A per batch < 1000: separate
     (10**6, 10**4, [100_000], 0.95, SubsetPlan(False)),  # 1000 per batch: the batch's own rows of A
     (10**6, 10**4, [10**6], 0.05, SubsetPlan(False)),  # precision at a rate: A is every row
-    (10**6, 500, [10**6], 0.05, SubsetPlan(True, 1000)),  # ... but a batch of 500 is too few rows
+    (10**6, 500, [10**6], 0.05, SubsetPlan(False)),  # ... a batch of 500 too: no more than the batch's rows
+    (10**6, 500, [80_000], 0.95, SubsetPlan(True, 500)),  # 40 rows of A per batch: 500 separate, not 1000
     (10**5, 10**3, [300], 0.95, SubsetPlan(True, 300)),  # a small A: all of it, every step
     (10**6, 10**4, [50_000, 2_000], 0.95, SubsetPlan(True, 1000, per_group=True)),  # every group's threshold
     (10**6, 10**4, [200_000, 150_000], 0.95, SubsetPlan(False)),  # 2000 and 1500 per batch
@@ -67,7 +80,7 @@ def test_the_default_separate_minibatch_has_the_rules_size(weighted):
     _, explicit, _ = recorded_sizes(objective="precision_at_recall", target=0.8, subset_batch_size=250, **weight)
     assert torch.equal(default, explicit)  # the same batches, bit for bit
     sizes, _, _ = recorded_sizes(objective="precision_at_recall", target=0.98, **weight)
-    assert sizes == [500 + n_subset] * 16  # 2500 rows wanted, ~1000 in A: all of A every step
+    assert n_subset > 500 and sizes == [500 + 500] * 16  # 2500 rows wanted, ~1000 in A: the batch's 500 (the cap)
 
 
 def test_the_default_takes_A_b_from_the_batch_when_it_is_enough():
@@ -76,8 +89,8 @@ def test_the_default_takes_A_b_from_the_batch_when_it_is_enough():
     assert sizes == [500] * 16
     _, from_batch, _ = recorded_sizes(objective="precision_at_rate", target=0.2, subset_from_batch=True)
     assert torch.equal(default, from_batch)
-    sizes, _, _ = recorded_sizes(objective="precision_at_rate", target=0.02)  # 2500 rows needed: separate
-    assert sizes == [500 + 2500] * 16
+    sizes, _, _ = recorded_sizes(objective="precision_at_rate", target=0.02)  # 2500 rows wanted, capped at 500
+    assert sizes == [500] * 16
 
 
 def test_the_default_with_groups_gives_every_group_its_own_rows():

@@ -28,13 +28,16 @@ from sklearn.base import clone
 from ..selection._scorer import held_out_scores
 from .boosted import QuantileBoostingClassifier
 
-__all__ = ["BOOSTED", "MISSING_NOTE", "NAN_NOTE", "boosted_entries", "boosted_fold", "boosted_refit", "boosted_template",
-           "has_nan"]
+__all__ = ["BOOSTED", "MISSING_NOTE", "NAN_NOTE", "SPARSE_TREES_NOTE", "boosted_entries", "boosted_fold",
+           "boosted_refit", "boosted_template", "has_nan"]
 
 BOOSTED = "boosted"
 """The family's name in ``cv_results_["param_family"]`` and ``family_``."""
 MISSING_NOTE = ("boosting='auto' left the boosted family out: LightGBM is not installed "
                 "(pip install 'quantile-surrogate[boost]').")
+SPARSE_TREES_NOTE = ("boosting='auto' left the boosted family out: X is sparse, and on the sparse text and one-hot "
+                     "sets measured the family rule never chose the trees, which took a fifth of the fit "
+                     "(docs/sparse.md). Pass boosting=QuantileBoostingClassifier() to score them anyway.")
 NAN_NOTE = ("X has missing values (NaN): only the boosted family was trained (trees take NaN; the linear and MLP "
             "families do not). Impute X (e.g. sklearn.impute.SimpleImputer) to compare them too.")
 
@@ -45,16 +48,18 @@ def has_nan(X) -> bool:
     return bool(np.isnan(values).any())
 
 
-def boosted_template(boosting, objective, target, seed):
+def boosted_template(boosting, objective, target, seed, sparse=False):
     """``(template or None, notes)``: the family's unfitted estimator with the CV's objective, target and seed.
 
     ``boosting`` is None (no boosted family), "auto" (``QuantileBoostingClassifier()`` with LightGBM
-    where it is installed, else none and :data:`MISSING_NOTE`) or a ``QuantileBoostingClassifier``
-    whose other settings are kept.
+    where it is installed and ``X`` is dense, else none and :data:`MISSING_NOTE` or
+    :data:`SPARSE_TREES_NOTE`) or a ``QuantileBoostingClassifier`` whose other settings are kept.
     """
     if boosting is None:
         return None, []
     if isinstance(boosting, str):  # "auto": the parameter validation admits no other string
+        if sparse:  # never chosen on the sparse development sets, at a fifth of the fit (docs/sparse.md)
+            return None, [SPARSE_TREES_NOTE]
         if importlib.util.find_spec("lightgbm") is None:
             return None, [MISSING_NOTE]
         boosting = QuantileBoostingClassifier()

@@ -75,10 +75,10 @@ class QuantileFitSteps:
             )
         return sizes
 
-    def _restarts(self) -> int:
-        """``n_restarts``, with "auto" resolved: 3, or 1 with ``constraints`` (see its docstring)."""
+    def _restarts(self, sparse: bool = False) -> int:
+        """``n_restarts``, with "auto" resolved: 3, or 1 with ``constraints`` or on sparse ``X`` (see its docstring)."""
         if self.n_restarts == "auto":
-            return 1 if getattr(self, "constraints", None) else AUTO_RESTARTS
+            return 1 if getattr(self, "constraints", None) or sparse else AUTO_RESTARTS
         return int(self.n_restarts)
 
     def _early_stopping(self, n: int) -> bool:
@@ -186,15 +186,16 @@ class QuantileFitSteps:
     def _fit_cross_fitted(self, factory, Xt, yt, folds, seed, settings, **extra):
         """K-fold selection (:func:`~quantile_surrogate.selection._cross_fit.cross_fit_selection`), then the chosen candidate refitted on every row."""
         in_subset = self._objective_spec().subset_mask(yt == 1)
+        sparse = Xt.layout == torch.sparse_csr
         fold_settings = {k: v for k, v in settings.items() if k != "random_state"}
         selection = cross_fit_selection(factory, Xt, yt, in_subset, folds=folds, seed=seed, settings=fold_settings,
-                                        max_epochs=self.max_epochs, n_restarts=self._restarts(), init=self.init,
+                                        max_epochs=self.max_epochs, n_restarts=self._restarts(sparse), init=self.init,
                                         sample_weight=extra.get("sample_weight"), plain=self.selection_se <= 0)
         if selection["start"] == "logistic":
             start, init = factory, "logistic"
         else:
             with torch.random.fork_rng(devices=[]):  # restart r's random start, as in every fold
-                seed_torch(restart_seeds(seed, self._restarts())[selection["restart"]][0])
+                seed_torch(restart_seeds(seed, self._restarts(sparse))[selection["restart"]][0])
                 start = factory()
             init = "model"
         result = train(start, Xt, yt, max_epochs=selection["epochs_"], n_restarts=1, init=init, **settings, **extra)

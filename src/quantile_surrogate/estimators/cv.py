@@ -49,6 +49,7 @@ MODULE_FACTORY_MESSAGE = ("`estimator` has a `module_factory`, which overrides `
                           "model families of `hidden_layer_sizes_grid` would all be the same model. Pass "
                           "hidden_layer_sizes_grid=((),) or an estimator without module_factory.")
 
+
 class QuantileClassifierCV(ThresholdedClassifier):
     r"""A :class:`QuantileClassifier` whose ``alpha``, ``bandwidth`` and model family are chosen by cross-validation.
 
@@ -134,7 +135,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
         tie between families goes to the higher average precision).
     boosting : "auto", QuantileBoostingClassifier or None, default="auto"
         The trees family. "auto": ``QuantileBoostingClassifier()`` (LightGBM) when LightGBM is
-        importable, else no trees and a line in ``selection_["notes"]``; an estimator: its settings
+        importable and ``X`` is dense, else no trees and a line in ``selection_["notes"]`` (on the
+        sparse text and one-hot sets the family rule never chose them: ``docs/sparse.md``); an estimator: its settings
         (the ``objective``, ``target`` and ``random_state`` of this class win), e.g.
         ``QuantileBoostingClassifier(backend="xgboost")``; None: linear and MLP families only (the
         estimator before issue 24). With trees, ``fit`` takes ``X`` with NaN: only the trees are
@@ -283,12 +285,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
         self : QuantileClassifierCV
         """
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        boosted, notes = boosted_template(self.boosting, self.objective, self.target, seed)
+        boosted, notes = boosted_template(self.boosting, self.objective, self.target, seed, sparse=sp.issparse(X))
         X, y01 = self._validate_training_data(X, y, **({} if boosted is None else {"ensure_all_finite": "allow-nan"}))
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
         grid = self._grid()
         codes = self._encode_fit_groups(sensitive_features, y01)
         base = self._template(seed)
+        if base.n_restarts == "auto" and sp.issparse(X):  # resolved once, so that every fold and the refit agree
+            base.set_params(n_restarts=base._restarts(sparse=True))
         folds = k_folds(y01, codes, self.cv, seed, X=X, groups=groups)  # the splitter's groups, never the constraint's
         if boosted is not None and has_nan(X):
             notes.append(NAN_NOTE)

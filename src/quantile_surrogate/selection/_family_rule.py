@@ -169,10 +169,15 @@ def describe_choice(names, record, chosen: int) -> str:
     ...               family_within_noise=np.array([False, True]), family_average_precision=np.array([0.3, 0.9]))
     >>> describe_choice(["linear", "boosted"], record, 1)
     'boosted: the best held-out mean, 0.970; the others are below it by more than their noise bar (linear 0.270, bar 0.050)'
+    >>> describe_choice(["linear"], dict(family_means=np.array([0.5]), family_bar=np.array([0.0]),
+    ...                 family_within_noise=np.array([True]), family_average_precision=np.array([0.6])), 0)
+    'linear: the only family, held-out mean 0.500'
     """
     means, bars = record["family_means"], record["family_bar"]
     within, ranks = record["family_within_noise"], record["family_average_precision"]
     best = int(np.argmax(means))
+    if len(names) == 1:
+        return f"{names[chosen]}: the only family, held-out mean {means[chosen]:.3f}"
     clear = ", ".join(f"{names[f]} {means[f]:.3f}, bar {bars[f]:.3f}" for f in range(len(names)) if not within[f])
     if within.sum() == 1:
         return (f"{names[chosen]}: the best held-out mean, {means[chosen]:.3f}; the others are below it by more "

@@ -183,9 +183,9 @@ def train(
     subset_batch_size : int or None
         Rows of the separate minibatch of ``A`` per step (Algorithm 1, step 2); all of ``A`` if
         it is at least ``|A|``. None (the default) chooses by the tail count rule of the Notes:
-        ``min(|A|, ceil(50 / min(target, 1 - target)))`` rows (1000 at a target of 0.95 or
-        0.05), or none at all, ``A_b = X_b \cap A``, when a batch holds that many rows of
-        ``A`` in expectation. Ignored by full-batch training.
+        ``min(|A|, ceil(50 / min(target, 1 - target)), max(batch_size, 16))`` rows (1000 at a
+        target of 0.95 or 0.05 and batches of at least 1000), or none at all, ``A_b = X_b \cap A``,
+        when a batch holds that many rows of ``A`` in expectation. Ignored by full-batch training.
     subset_from_batch : bool
         Always take ``A_b = X_b \cap A`` instead of a separate minibatch, except in a batch
         without a row of ``A`` (of some group's ``A``): no step runs without them, so such a
@@ -338,14 +338,16 @@ def train(
     threshold is set by ``k``, not by ``m`` or by the batch size, so the default takes
 
     .. math::
-        m = \min\big(|A|, \lceil k / \min(c, 1 - c) \rceil\big), \qquad k = 50
+        m = \min\big(|A|, \lceil k / \min(c, 1 - c) \rceil, \max(B, 16)\big), \qquad k = 50
 
     (:data:`~quantile_surrogate.training.subset_size.TAIL_ROWS`): 1000 rows at a target of 0.95
     or 0.05, 250 at 0.8, a relative error of at most ``1 / sqrt(50)`` = 14 % per step (recall
-    0.95 +- 0.007 at ``target=0.95``, noise that SGD averages over steps like the batch's own).
+    0.95 +- 0.007 at ``target=0.95``, noise that SGD averages over steps like the batch's own),
+    and never more rows than the batch's ``B`` (at least 16): beyond them the step's gradient is
+    as noisy as its batch makes it (measured: :func:`~quantile_surrogate.training.subset_size.default_subset_batch_size`).
     A batch of ``B`` rows holds ``B |A| / n`` rows of ``A`` in expectation, themselves a uniform
     sample of ``A``: when that is at least ``m``, the step uses them (``A_b = X_b \cap A``) and
-    forwards no second minibatch (always so for ``precision_at_rate`` with ``B >= m``, where
+    forwards no second minibatch (always so for ``precision_at_rate`` without groups, where
     ``A`` is every row). With ``groups`` the rule holds for every group's threshold. The old
     default, a separate minibatch as large as the batch (10 000 rows at ``batch_size=10_000``),
     forwarded twice the rows of a step for a threshold that trained no better models

@@ -222,7 +222,7 @@ class EpochSteps:
             size = settings.subset_batch_size
             if self.memory_mode is not None and size is None:
                 size = max(len(self.subset_sizes), math.ceil(settings.batch_size * sum(self.subset_sizes) / data.n))
-            plan = separate_plan(self.subset_sizes, settings.target, size)
+            plan = separate_plan(self.subset_sizes, settings.target, size, batch_size=settings.batch_size)
         return epoch_batches(data.n, settings.batch_size, generator, subset_index=data.subset_index,
                              subset_size=plan.size, subset_groups=data.subset_groups, per_group=plan.per_group,
                              subset_codes=codes)

@@ -350,7 +350,7 @@ class SubsetBatchSampler(Sampler):
         if self.subset_batch_size is not None or self.target is None:
             return self.subset_batch_size or self.batch_size, False
         grouped = self.subset_groups is not None
-        return default_subset_batch_size(self.subset_index.numel(), self.target), grouped
+        return default_subset_batch_size(self.subset_index.numel(), self.target, batch_size=self.batch_size), grouped
 
     def _subset_rows(self) -> int:
         """Rows of ``A`` in every step (each group's share, capped at its size)."""

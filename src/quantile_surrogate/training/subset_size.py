@@ -11,16 +11,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["TAIL_ROWS", "SubsetPlan", "default_subset_batch_size", "separate_plan", "subset_plan"]
+__all__ = ["MIN_SUBSET_ROWS", "TAIL_ROWS", "SubsetPlan", "default_subset_batch_size", "separate_plan", "subset_plan"]
 
 #: ``k`` of :func:`default_subset_batch_size`: the rows of the minibatch of ``A`` expected beyond the
 #: quantile level. The relative standard error of the rate that the estimated threshold gives is
 #: then about ``1 / sqrt(k)``, 14 %: recall 0.95 +- 0.007 per step at a target of 0.95.
 TAIL_ROWS = 50
 
+#: The cap of :func:`default_subset_batch_size` for a minibatch of ``B`` rows is ``max(B, MIN_SUBSET_ROWS)``:
+#: 16, the smallest separate minibatch measured (a CNN on digits at batch 32, development splits).
+MIN_SUBSET_ROWS = 16
 
-def default_subset_batch_size(subset_rows: int, target: float, tail_rows: int = TAIL_ROWS) -> int:
-    r"""Rows of ``A`` that one step's threshold needs: ``min(|A|, ceil(k / min(c, 1 - c)))``.
+
+def default_subset_batch_size(subset_rows: int, target: float, tail_rows: int = TAIL_ROWS,
+                              batch_size: int | None = None) -> int:
+    r"""Rows of ``A`` that one step's threshold needs: ``min(|A|, ceil(k / min(c, 1 - c)), max(B, 16))``.
 
     Parameters
     ----------
@@ -31,6 +36,8 @@ def default_subset_batch_size(subset_rows: int, target: float, tail_rows: int = 
         ``min(c, 1 - c)`` of ``A`` beyond it on its shorter side.
     tail_rows : int
         ``k``, the rows expected beyond the level (:data:`TAIL_ROWS`).
+    batch_size : int or None
+        ``B``, the rows of the step's minibatch; None: no cap (the rule for the threshold's value alone).
 
     Returns
     -------
@@ -52,16 +59,32 @@ def default_subset_batch_size(subset_rows: int, target: float, tail_rows: int = 
     estimator averages order statistics around the level, which, if anything, lowers the
     variance below the point estimate's.
 
+    **The cap** ``max(B, 16)`` (:data:`MIN_SUBSET_ROWS`): more rows of ``A`` than the step's own
+    minibatch has rows sharpen the threshold's value, but the step's gradient stays as noisy as
+    its ``B`` rows make it, and SGD averages the value's noise over the steps. Measured on
+    development data (issue 28; recall 0.9, the training halves split again): a small CNN on
+    digits (about 45 positives) gave precision 0.965 against 0.925 with all of them at batch 16
+    (+0.041 +- 0.012) and 0.934 against 0.911 at batch 32; a 32-channel CNN on 40 noisy copies
+    of them at batch 32 gave 0.980, 0.981, 0.969, 0.971 with 16, 32, 64, 128 rows of
+    ``A`` a step against 0.966 with the uncapped 500, at 2.7-4.6 against 22.4 ms a step; a linear
+    model on six fresh draws of the paper's Gaussian mixture (300,000 rows, minibatches of 1,000,
+    10 epochs) at recall 0.98 (1,000 rows of ``A`` instead of 2,500) +0.0038 +- 0.0010, at a 1 %
+    rate (the batch's own rows instead of 5,000) +0.0004 +- 0.0004, and in minibatches of 256 at
+    recall 0.95 (256 instead of 1,000) -0.0067 +- 0.0075, in 0.6-0.9 of the time.
+
     Examples
     --------
     >>> default_subset_batch_size(50_000, 0.95), default_subset_batch_size(50_000, 0.8)
     (1000, 250)
     >>> default_subset_batch_size(600, 0.95)      # fewer rows of A than that: all of them
     600
+    >>> default_subset_batch_size(50_000, 0.9, batch_size=32)   # no more than the step's minibatch
+    32
     """
     tail = min(target, 1.0 - target)
     # The 1e-9 keeps a quotient like 50 / (1 - 0.9) = 500.0000000000001 from rounding up to 501.
-    return min(int(subset_rows), math.ceil(tail_rows / tail - 1e-9))
+    size = min(int(subset_rows), math.ceil(tail_rows / tail - 1e-9))
+    return size if batch_size is None else min(size, max(int(batch_size), MIN_SUBSET_ROWS))
 
 
 @dataclass(frozen=True)
@@ -120,12 +143,12 @@ def subset_plan(n: int, batch_size: int, subset_sizes, target: float, subset_bat
     Notes
     -----
     With ``subset_batch_size=None`` each threshold (one, or one per group) needs
-    ``m_g = min(|A_g|, ceil(k / min(c, 1 - c)))`` rows (:func:`default_subset_batch_size`).
-    A batch of ``B`` rows holds ``B |A_g| / n`` rows of ``A_g`` in expectation, a uniform
+    ``m_g = min(|A_g|, ceil(k / min(c, 1 - c)), max(B, 16))`` rows (:func:`default_subset_batch_size`
+    with its cap). A batch of ``B`` rows holds ``B |A_g| / n`` rows of ``A_g`` in expectation, a uniform
     sample of ``A_g``: if that is at least ``m_g`` for every group, a separate draw would cost
     a forward and backward pass over more rows for no better an estimate, and the batch's own
-    rows are used (always so for ``precision_at_rate`` with ``B >= m``, where ``A`` is every
-    row). Otherwise each step draws ``m_g`` rows of every ``A_g``.
+    rows are used (always so for ``precision_at_rate`` without groups and ``B >= 16``, where ``A``
+    is every row). Otherwise each step draws ``m_g`` rows of every ``A_g``.
 
     Examples
     --------
@@ -139,14 +162,14 @@ def subset_plan(n: int, batch_size: int, subset_sizes, target: float, subset_bat
     if subset_batch_size is not None:
         return separate_plan(subset_sizes, target, subset_batch_size, tail_rows)
     sizes = [int(size) for size in subset_sizes]
-    needed = [default_subset_batch_size(size, target, tail_rows) for size in sizes]
+    needed = [default_subset_batch_size(size, target, tail_rows, batch_size) for size in sizes]
     if all(batch_size * size >= need * n for size, need in zip(sizes, needed)):
         return SubsetPlan(separate=False)
-    return separate_plan(sizes, target, None, tail_rows)
+    return separate_plan(sizes, target, None, tail_rows, batch_size)
 
 
 def separate_plan(subset_sizes, target: float, subset_batch_size: int | None = None,
-                  tail_rows: int = TAIL_ROWS) -> SubsetPlan:
+                  tail_rows: int = TAIL_ROWS, batch_size: int | None = None) -> SubsetPlan:
     r"""The separate minibatch of ``A`` that a step draws: ``subset_batch_size`` rows, or the rule's.
 
     :func:`subset_plan`'s plan when it draws one; also the minibatch that a step whose batch
@@ -166,6 +189,8 @@ def separate_plan(subset_sizes, target: float, subset_batch_size: int | None = N
         (:func:`default_subset_batch_size`; ``per_group`` with more than one group).
     tail_rows : int
         ``k`` of :func:`default_subset_batch_size`.
+    batch_size : int or None
+        ``B`` of :func:`default_subset_batch_size`'s cap (None: no cap).
 
     Returns
     -------
@@ -182,6 +207,5 @@ def separate_plan(subset_sizes, target: float, subset_batch_size: int | None = N
     if subset_batch_size is not None:
         return SubsetPlan(separate=True, size=int(subset_batch_size))
     sizes = [int(size) for size in subset_sizes]
-    if len(sizes) == 1:
-        return SubsetPlan(separate=True, size=default_subset_batch_size(sizes[0], target, tail_rows))
-    return SubsetPlan(separate=True, size=default_subset_batch_size(max(sizes), target, tail_rows), per_group=True)
+    size = default_subset_batch_size(max(sizes), target, tail_rows, batch_size)
+    return SubsetPlan(separate=True, size=size, per_group=len(sizes) > 1)
