@@ -118,7 +118,10 @@ class QuantileClassifierCV(ThresholdedClassifier):
         of ``A``, which matters on the small folds this class is for (``docs/selection.md``).
         Pass ``(0.05, 0.1)`` to choose between them.
     hidden_layer_sizes_grid : sequence of tuples, default=((), (64,))
-        Model families: ``()`` is the linear model, ``(64,)`` a one-hidden-layer ReLU MLP.
+        Model families: ``()`` is the linear model, ``(64,)`` a one-hidden-layer ReLU MLP. On
+        sparse, high-dimensional ``X`` the MLP (64 weights per column) is about nine tenths of a
+        fit (44 s against about 4 s on 12,000 TF-IDF rows); ``((),)`` fits the linear family alone.
+        It stays in the default because on one-hot ids it can win (``docs/sparse.md``).
     cv : int >= 2, cross-validation splitter or iterable of (train, test) index arrays, default=3
         An integer means stratified folds (by class, and by (class, group) with
         ``sensitive_features``), shuffled with ``random_state``; a splitter is called as

@@ -74,8 +74,8 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
         None is full-batch; "auto" is full-batch up to 10,000 training rows (100,000 on sparse input), 1000 above.
     subset_batch_size : int or None, default=None
         Rows of ``A`` per step (Algorithm 1, step 2); None applies :func:`~quantile_surrogate.training.train`'s
-        rule: ``min(|A|, ceil(50 / min(target, 1 - target)), max(batch_size, 16))`` rows, or the batch's own rows of ``A``
-        when a batch holds that many in expectation.
+        rule: ``min(|A|, ceil(50 / min(target, 1 - target)), max(batch_size, 16))`` rows, or the
+        batch's own rows of ``A`` when a batch holds that many in expectation.
     subset_from_batch : bool, default=False
         Use ``A_b = X_b \cap A`` instead of a separate minibatch of ``A``.
     max_epochs : int, default=200

@@ -344,7 +344,8 @@ def train(
     or 0.05, 250 at 0.8, a relative error of at most ``1 / sqrt(50)`` = 14 % per step (recall
     0.95 +- 0.007 at ``target=0.95``, noise that SGD averages over steps like the batch's own),
     and never more rows than the batch's ``B`` (at least 16): beyond them the step's gradient is
-    as noisy as its batch makes it (measured: :func:`~quantile_surrogate.training.subset_size.default_subset_batch_size`).
+    as noisy as its batch makes it (measured:
+    :func:`~quantile_surrogate.training.subset_size.default_subset_batch_size`).
     A batch of ``B`` rows holds ``B |A| / n`` rows of ``A`` in expectation, themselves a uniform
     sample of ``A``: when that is at least ``m``, the step uses them (``A_b = X_b \cap A``) and
     forwards no second minibatch (always so for ``precision_at_rate`` without groups, where
