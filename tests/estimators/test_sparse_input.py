@@ -169,5 +169,5 @@ def test_auto_restarts_are_one_on_sparse_input(early_stopping, monkeypatch):
         return counts[0]
 
     assert restarts(X) == 1 and restarts(X, hidden_layer_sizes=(4,)) == 1  # a linear model or an MLP
-    assert restarts(X, n_restarts=3) == 3
+    assert restarts(X, n_restarts=3) == 3 and restarts(X, init="random") == 3  # asked for, or not measured
     assert restarts(X.toarray()) == 3  # dense input keeps three

@@ -76,9 +76,13 @@ class QuantileFitSteps:
         return sizes
 
     def _restarts(self, sparse: bool = False) -> int:
-        """``n_restarts``, with "auto" resolved: 3, or 1 with ``constraints`` or on sparse ``X`` (see its docstring)."""
+        """``n_restarts``, with "auto" resolved: 3, or 1 with ``constraints`` or on sparse ``X`` from a logistic start.
+
+        (See its docstring: with ``init="random"`` sparse ``X`` keeps 3, as that case was not measured.)
+        """
         if self.n_restarts == "auto":
-            return 1 if getattr(self, "constraints", None) or sparse else AUTO_RESTARTS
+            one = getattr(self, "constraints", None) or (sparse and self.init != "random")
+            return 1 if one else AUTO_RESTARTS
         return int(self.n_restarts)
 
     def _early_stopping(self, n: int) -> bool:

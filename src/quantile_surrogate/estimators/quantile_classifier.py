@@ -88,13 +88,13 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
         training halves of UCI Adult and German credit (5 splits each, scored on a split of the
         training half, never on a test half) one restart kept 0.850 against 0.536 precision at a 10 %
         rate under a race parity gap, 0.662 against 0.526 on German credit by age, never less, in a
-        third to a half of the time (``docs/constraints.md``). Also 1 on sparse ``X``, where random
-        starts over thousands of columns were almost never kept: on development splits of the text
-        and one-hot sets (the training halves split again) the linear model with one restart
-        against three differed by +0.0001 on average over 50 paired fits at five operating points
-        (worst -0.0054) in half the time, and was identical in 20 of 20 fits above 10,000 rows;
-        ``QuantileClassifierCV``'s (64,) MLP family kept the same model in every fit measured
-        (``docs/sparse.md``).
+        third to a half of the time (``docs/constraints.md``). Also 1 on sparse ``X`` (unless
+        ``init="random"``), where random starts over thousands of columns were almost never kept:
+        on development splits of the text and one-hot sets (the training halves split again) the
+        linear model with one restart against three differed by +0.0001 on average over 50 paired
+        fits at five operating points (worst -0.0054) in half the time, and was identical in 20 of
+        20 fits above 10,000 rows; ``QuantileClassifierCV``'s (64,) MLP family kept the same model
+        in every fit measured (``docs/sparse.md``).
     init : {"random", "logistic", "mixed"}, default="mixed"
         "mixed" starts restart 0 from logistic regression's solution and the others at random.
     early_stopping : bool or "auto", default="auto"
