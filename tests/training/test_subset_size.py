@@ -4,6 +4,8 @@ and the plan that reuses the batch's own rows of A when they are enough, alone a
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from quantile_surrogate.training import train
 from quantile_surrogate.training.subset_size import (MIN_SUBSET_ROWS, TAIL_ROWS, SubsetPlan, default_subset_batch_size,
@@ -107,3 +109,15 @@ def test_the_default_with_groups_gives_every_group_its_own_rows():
     per_group = torch.bincount(groups[y == 1]).tolist()
     assert per_group[0] > 250 > per_group[1]
     assert [x.shape[0] for x in trained(built)] == [500 + 250 + per_group[1]] * 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(subset_rows=st.integers(1, 10**7), target=st.floats(0.001, 0.999), batch=st.integers(1, 10**5))
+def test_the_cap_bounds_the_rule_by_the_batch_and_never_raises_it(subset_rows, target, batch):
+    uncapped = default_subset_batch_size(subset_rows, target)
+    capped = default_subset_batch_size(subset_rows, target, batch_size=batch)
+    assert capped == min(uncapped, max(batch, MIN_SUBSET_ROWS))
+    assert 1 <= capped <= min(subset_rows, uncapped)
+    assert capped <= default_subset_batch_size(subset_rows, target, batch_size=batch + 1)  # monotone in the batch
+    plan = subset_plan(10 * subset_rows, batch, [subset_rows], target)
+    assert not plan.separate or plan.size == capped  # a separate minibatch has the capped size
