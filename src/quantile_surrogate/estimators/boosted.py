@@ -38,6 +38,21 @@ AUTO_BANDWIDTH_ROWS = 30
 """``bandwidth="auto"`` is ``30 / |A|`` (clipped to [0.05, 0.3]): about 60 rows of A inside the kernel's +-h."""
 
 
+def adopt_booster(estimator, engine, start, booster, k: int, bandwidth, curve) -> None:
+    """Set a boosted estimator's fitted model: ``booster`` cut after ``k`` quantile rounds over the start's trees.
+
+    With its counts (``booster_``, ``backend_``, ``bandwidth_``, ``n_logloss_estimators_``,
+    ``best_iteration_``, ``validation_curve_``); :class:`QuantileBoostingClassifier` and the Dask estimator
+    share it.
+    """
+    estimator.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
+    estimator.backend_ = engine.name
+    estimator.bandwidth_ = bandwidth
+    estimator.n_logloss_estimators_ = engine.n_trees(start)
+    estimator.best_iteration_ = engine.n_trees(estimator.booster_) - estimator.n_logloss_estimators_
+    estimator.validation_curve_ = curve
+
+
 class QuantileBoostingClassifier(ThresholdedClassifier):
     r"""Gradient-boosted trees (LightGBM or XGBoost) trained for a rate-constrained operating point.
 
@@ -322,15 +337,6 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
         return self.refit == "auto" or bool(self.refit)
 
     # -- the estimator API --------------------------------------------------------------------
-    def _adopt_booster(self, engine, start, booster, k: int, bandwidth, curve) -> None:
-        """The fitted model: ``booster`` cut after ``k`` quantile rounds over the start's trees, with its counts."""
-        self.booster_ = engine.truncate(booster, engine.n_trees(start) + k)
-        self.backend_ = engine.name
-        self.bandwidth_ = bandwidth
-        self.n_logloss_estimators_ = engine.n_trees(start)
-        self.best_iteration_ = engine.n_trees(self.booster_) - self.n_logloss_estimators_
-        self.validation_curve_ = curve
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, sample_weight=None, sensitive_features=None):
         """Fit on ``X`` (n, d) and two-class ``y`` (n,); ``sensitive_features`` (n,) asks for the constraint in every group.
@@ -360,7 +366,7 @@ class QuantileBoostingClassifier(ThresholdedClassifier):
             start, booster, bandwidth = self._fit_path(engine, X, y01, codes, target, k, weight=weight)
         else:  # keep the first validation run's model, cut after k quantile rounds
             start, booster, bandwidth = kept
-        self._adopt_booster(engine, start, booster, k, bandwidth, curve)
+        adopt_booster(self, engine, start, booster, k, bandwidth, curve)
         scores = engine.margins(self.booster_, X)
         if not np.isfinite(scores).all():
             raise TrainingDivergedError("the boosted model's scores", "on the training rows", self.learning_rate)

@@ -25,7 +25,7 @@ from ._boosting_backends import BACKENDS, make_backend
 from ._dask_paths import DaskBoosting, as_dask_labels, as_dask_rows, dask_client, take_partitions
 from ._dask_threshold import dask_constraint_threshold
 from ._threshold import ONE_CLASS_MESSAGE
-from .boosted import AUTO_BANDWIDTH_ROWS, FORM_MESSAGE, QuantileBoostingClassifier
+from .boosted import AUTO_BANDWIDTH_ROWS, FORM_MESSAGE, QuantileBoostingClassifier, adopt_booster
 
 __all__ = ["DaskQuantileBoostingClassifier", "DASK_BACKEND_MESSAGE", "PARTITIONS_MESSAGE", "SPLIT_CLASSES_MESSAGE"]
 
@@ -366,7 +366,7 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
             start, booster, bandwidth = self._fit_path(path, X, y01, np.arange(counts.shape[0]), counts, target, k)
         else:  # the first split's model, cut after k quantile rounds
             start, booster, bandwidth = kept
-        QuantileBoostingClassifier._adopt_booster(self, engine, start, booster, k, bandwidth, curve)
+        adopt_booster(self, engine, start, booster, k, bandwidth, curve)
         scores = client.persist(path.margins(self.booster_, X))
         if not client.compute(da.isfinite(scores).all()).result():
             raise TrainingDivergedError("the boosted model's scores", "on the training rows", self.learning_rate)

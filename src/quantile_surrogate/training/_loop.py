@@ -64,8 +64,7 @@ class TrainingLoop:
         self.callback, self.progress = callback, progress
         self.cuda = self.data.device.type == "cuda"
         self.constraints = steps.constraints
-        # Per restart: the constraint record of every epoch and the validation excess (entry 0: the start).
-        self.constraint_curves, self.validation_excess, self.last_excess = {}, {}, math.nan
+        self.last_excess = math.nan
 
     # -- building blocks ------------------------------------------------------------------
     def new_model(self) -> nn.Module:
@@ -129,8 +128,8 @@ class TrainingLoop:
                                largest_excess(self.constraints.evaluate(fit_scores, self.data, threshold)))
         return [-max(0.0, self.last_excess)] + value
 
-    def _validation_value(self, model, restart: int, untrained: bool = False) -> list:
-        """:meth:`validate`'s value; with constraints its excess goes to the restart's ``validation_excess``.
+    def _validation_value(self, model, run: RunState, untrained: bool = False) -> list:
+        """:meth:`validate`'s value; with constraints its excess goes to the run's ``validation_excess``.
 
         ``untrained``: a random start before its first epoch. With constraints it is no candidate (its
         excess is taken as infinite): random scores meet every gap, and where no trained epoch met the
@@ -141,7 +140,7 @@ class TrainingLoop:
             if untrained:
                 self.last_excess = math.inf
                 value[0] = -math.inf
-            self.validation_excess[restart].append(self.last_excess)
+            run.validation_excess.append(self.last_excess)
         return value
 
     def _curve_entry(self, value) -> float:
@@ -230,17 +229,17 @@ class TrainingLoop:
                        stopping=EarlyStopping(patience=patience, tol=tol))
         if self.constraints is not None:
             self.constraints.reset()
-            self.constraint_curves[restart], self.validation_excess[restart] = [], []
+            run.constraint_curve, run.validation_excess = [], []
         if self.steps.memory is not None:
             self.steps.memory.reset()
         if self.validation is not None:
-            value = self._validation_value(model, restart, untrained=start == "random")
+            value = self._validation_value(model, run, untrained=start == "random")
             run.stopping.update(value, 0)
             run.validation_curve.append(self._curve_entry(value))
             run.best_model = clone_state(model.state_dict())
         return model, self.new_optimizer(model), run
 
-    def _resume_run(self, run: RunState, generator: torch.Generator, restart: int):
+    def _resume_run(self, run: RunState, generator: torch.Generator):
         """The model and optimizer of a checkpointed restart, with the random states (and multipliers) it had."""
         model = self.new_model()
         model.load_state_dict(run.model)
@@ -253,9 +252,7 @@ class TrainingLoop:
         if self.steps.memory is not None:
             self.steps.memory.load_state_dict(run.memory, self.data.device)
         if self.constraints is not None:
-            self.constraints.load_state_dict(run.constraints["term"])
-            self.constraint_curves[restart] = list(run.constraints["curve"])
-            self.validation_excess[restart] = list(run.constraints["validation_excess"])
+            self.constraints.load_state_dict(run.multipliers)
         return model, optimizer
 
     def run_restart(self, state: LoopState, checkpoint) -> None:
@@ -266,7 +263,7 @@ class TrainingLoop:
             model, optimizer, run = self._start_run(r, model_seed)
         else:
             run = state.run
-            model, optimizer = self._resume_run(run, generator, r)
+            model, optimizer = self._resume_run(run, generator)
         model.train()
         # A bar on a terminal only (tqdm's disable=None); none at all without epochs to run (its only frame
         # would be "0it"). Anywhere else verbose writes one summary line per restart, after it.
@@ -283,7 +280,7 @@ class TrainingLoop:
                 run.loss_curve.append(loss)
                 run.threshold_curve.append(self.steps.step_thresholds)
                 if self.constraints is not None:
-                    self.constraint_curves[r].append(self.constraints.record)
+                    run.constraint_curve.append(self.constraints.record)
                 self._warn_growth(run.loss_curve, r)
                 stop = self.monitor(model, run, loss, epoch, r)
                 bar.update(1)
@@ -317,10 +314,7 @@ class TrainingLoop:
         run.generator, run.torch_rng = generator.get_state(), torch.get_rng_state()
         run.cuda_rng = torch.cuda.get_rng_state(self.data.device) if self.cuda else None
         run.memory = None if self.steps.memory is None else self.steps.memory.state_dict()
-        if self.constraints is not None:
-            r = state.restart
-            run.constraints = {"term": self.constraints.state_dict(), "curve": self.constraint_curves[r],
-                               "validation_excess": self.validation_excess[r]}
+        run.multipliers = None if self.constraints is None else self.constraints.state_dict()
         state.run = run
         save_checkpoint(checkpoint, state)
 
@@ -337,8 +331,8 @@ class TrainingLoop:
         candidate = Candidate(
             restart=r, loss=loss, model=clone_state(model.state_dict()), loss_curve=run.loss_curve,
             n_iter=len(run.loss_curve), start=run.start, initial_model=run.initial_model,
-            threshold_curve=run.threshold_curve, constraint_curve=self.constraint_curves.get(r),
-            validation_excess=self.validation_excess.get(r) if validated else None,
+            threshold_curve=run.threshold_curve, constraint_curve=run.constraint_curve,
+            validation_excess=run.validation_excess if validated else None,
             validation_curve=run.validation_curve if validated else None,
             best_epoch=run.stopping.best_epoch if validated else None,
             best_value=run.stopping.best if validated else None)
@@ -353,7 +347,7 @@ class TrainingLoop:
         if self.validation is None:
             run.stopping.update([-loss], epoch)
             return run.stopping.stop
-        value = self._validation_value(model, restart)
+        value = self._validation_value(model, run)
         if not all(math.isfinite(v) for v in value):
             raise self.diverged(restart, epoch)
         run.validation_curve.append(self._curve_entry(value))

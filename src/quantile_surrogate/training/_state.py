@@ -234,9 +234,12 @@ class RunState:
     """The threshold's memory across steps (:meth:`._memory.ThresholdMemory.state_dict`), or None."""
     threshold_curve: list = field(default_factory=list)
     """Per epoch, the threshold of each of its steps."""
-    constraints: dict | None = None
-    """With ``constraints``: the restart's multipliers and last record (``ConstraintTerm.state_dict``), its
-    constraint curve and its held-out excesses."""
+    constraint_curve: list | None = None
+    """With ``constraints``: the record of every epoch (``TrainResult.constraint_curve``)."""
+    validation_excess: list | None = None
+    """With ``constraints``: the held-out excess of every validation (entry 0: the start)."""
+    multipliers: dict | None = None
+    """With ``constraints``, at a checkpoint: the multipliers and last record (``ConstraintTerm.state_dict``)."""
 
     def to_dict(self) -> dict:
         return dict(_plain(self), stopping=self.stopping.to_dict())
