@@ -20,6 +20,16 @@ reading of issue 12's "at most 3x today's": ``ec68dc1`` is the last commit befor
 filed, when the defaults on 10,000 rows were the ``early_stopping=False`` protocol of the slower
 code of the time. The current ``early_stopping=False`` row is the stricter reference (the same
 protocol on today's faster loss and loop).
+
+``--sets NAMES --reference-commit REV`` times the defaults on development sets instead (issue 21's
+"fit time at most today's on the development suite"): two worker processes, one importing this
+checkout's ``src`` and one the code at ``REV``, fit the same models (each set subsampled to 10,000
+rows as in the committed tables, stratified half/half splits ``0..--splits-1``, recall 0.9 and a 5 %
+rate, seeded by the split) one after the other, fit by fit, ``--repeats`` times; each fit's best CPU
+seconds are summed per set. Alternating fit by fit keeps a busy spell from landing on one side::
+
+    nice -n 10 .venv/bin/python -m benchmarks.selection_cost --reference-commit a6d5b81 --splits 2 --repeats 3 \
+        --sets 7_Cardiotocography,41_Waveform,29_Pima,33_skin,28_pendigits,12_fault
 """
 
 from __future__ import annotations
@@ -31,6 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -77,20 +89,90 @@ print(json.dumps(times))
 """
 
 
-def reference_times(commit: str, rows: int, repeats: int) -> dict:
-    """CPU seconds of the defaults at ``commit`` (objective -> list), in a subprocess on its own checkout."""
+@contextmanager
+def reference_tree(commit: str):
+    """The ``src`` folder of a temporary ``git worktree`` of ``commit``, removed afterwards."""
     root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
                           check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as folder:
         tree = os.path.join(folder, "reference")
         subprocess.run(["git", "-C", root, "worktree", "add", "--detach", "-q", tree, commit], check=True)
         try:
-            out = subprocess.run([sys.executable, "-c", REFERENCE_SNIPPET, str(rows), str(repeats)],
-                                 env={**os.environ, "PYTHONPATH": os.path.join(tree, "src")},
-                                 capture_output=True, text=True, check=True).stdout
+            yield os.path.join(tree, "src")
         finally:
             subprocess.run(["git", "-C", root, "worktree", "remove", "--force", tree], check=True)
+
+
+def reference_times(commit: str, rows: int, repeats: int) -> dict:
+    """CPU seconds of the defaults at ``commit`` (objective -> list), in a subprocess on its own checkout."""
+    with reference_tree(commit) as src:
+        out = subprocess.run([sys.executable, "-c", REFERENCE_SNIPPET, str(rows), str(repeats)],
+                             env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+WORKER_SNIPPET = """
+import sys, time, warnings
+import numpy as np, torch
+from sklearn.model_selection import train_test_split
+from threadpoolctl import threadpool_limits
+from quantile_surrogate import QuantileClassifier
+warnings.simplefilter("ignore")
+torch.set_num_threads(1)
+data, loaded = sys.argv[1], {}
+with threadpool_limits(1):
+    for line in sys.stdin:
+        name, objective, target, split = line.split()
+        if name not in loaded:
+            with np.load(f"{data}/{name}.npz") as archive:
+                X, y = archive["X"].astype(np.float64), archive["y"].astype(np.int64)
+            if len(y) > 10_000:  # benchmarks/real_data.py's --max-rows 10000
+                keep = train_test_split(np.arange(len(y)), train_size=10_000, stratify=y, random_state=0)[0]
+                X, y = X[keep], y[keep]
+            loaded[name] = X, y
+        X, y = loaded[name]
+        train = train_test_split(np.arange(len(y)), test_size=0.5, stratify=y, random_state=int(split))[0]
+        model = QuantileClassifier(objective=objective, target=float(target), random_state=int(split))
+        start = time.process_time()
+        model.fit(X[train], y[train])
+        print(time.process_time() - start, flush=True)
+"""
+
+
+def paired_set_times(commit: str, sets, splits: int, repeats: int, data: str) -> dict:
+    """``{(set, objective, split): (best CPU s here, best CPU s at commit)}``, the two codes alternating fit by fit."""
+    fits = [(name, objective, target, split) for name in sets for objective, target in OPERATING_POINTS
+            for split in range(splits)]
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    seconds = {fit: ([], []) for fit in fits}
+    with reference_tree(commit) as there:
+        workers = [subprocess.Popen([sys.executable, "-c", WORKER_SNIPPET, data], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": src})
+                   for src in (here, there)]
+        try:
+            for _ in range(repeats):
+                for fit in fits:
+                    for side, worker in enumerate(workers):
+                        worker.stdin.write(" ".join(map(str, fit)) + "\n")
+                        worker.stdin.flush()
+                        seconds[fit][side].append(float(worker.stdout.readline()))
+        finally:
+            for worker in workers:
+                worker.stdin.close()
+                worker.wait()
+    return {(name, objective, split): (min(mine), min(theirs))
+            for (name, objective, _, split), (mine, theirs) in seconds.items()}
+
+
+def print_set_times(times: dict, commit: str) -> None:
+    print(f"QuantileClassifier defaults, CPU seconds (each fit's best, summed), one thread, against {commit}:\n")
+    print(f"| set | fits | here | at {commit} | ratio |\n|---|---|---|---|---|")
+    for name in dict.fromkeys(key[0] for key in times):
+        pairs = [value for key, value in times.items() if key[0] == name]
+        mine, theirs = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        print(f"| {name} | {len(pairs)} | {mine:.2f} | {theirs:.2f} | {mine / theirs:.3f} |")
+    mine, theirs = sum(v[0] for v in times.values()), sum(v[1] for v in times.values())
+    print(f"| all | {len(times)} | {mine:.2f} | {theirs:.2f} | **{mine / theirs:.3f}** |")
 
 
 def main(argv=None):
@@ -98,7 +180,18 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reference-commit", help="also time the defaults of the code at this git revision")
+    parser.add_argument("--sets", help="comma-separated development sets: time the defaults there against "
+                        "--reference-commit, fit by fit, instead of the make_classification settings")
+    parser.add_argument("--splits", type=int, default=2, help="with --sets: splits 0..K-1 of each set")
+    parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "adbench"),
+                        help="with --sets: the folder of the development suite's .npz files")
     args = parser.parse_args(argv)
+    if args.sets:
+        if not args.reference_commit:
+            parser.error("--sets needs --reference-commit REV: the code to time against")
+        times = paired_set_times(args.reference_commit, args.sets.split(","), args.splits, args.repeats, args.data)
+        print_set_times(times, args.reference_commit)
+        return times
     torch.set_num_threads(1)
     reference = reference_times(args.reference_commit, args.rows, args.repeats) if args.reference_commit else {}
     with threadpool_limits(1):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics._counting import OBJECTIVE_REDUCES, cumulative_counts, sort_rows
+from ..metrics._resampled import resampled_metric
 from ..objectives import get_objective
 from ..objectives.bootstrap import _resample_counts
 
@@ -75,7 +76,8 @@ def paired_resamples(positive, scores, objective: str, target: float, *, sample_
         ``resampled[b, c]`` is candidate ``c``'s metric on resample ``b`` (the same rows for every
         candidate: the bootstrap is paired); NaN where a resample has no positive.
     """
-    reduce = OBJECTIVE_REDUCES[get_objective(objective).name]
+    name = get_objective(objective).name
+    reduce = OBJECTIVE_REDUCES[name]
     n = positive.shape[0]
     weight = np.ones(n, dtype=np.int64) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     metric = np.full(scores.shape[0], -np.inf)
@@ -87,12 +89,17 @@ def paired_resamples(positive, scores, objective: str, target: float, *, sample_
     chosen = np.ones(scores.shape[0], dtype=bool) if select is None else np.asarray(select(metric), dtype=bool)
     resampled = np.where(chosen, -np.inf, np.nan) * np.ones((n_resamples, 1))
     counts = _resample_counts(np.random.default_rng(seed), n, n_resamples, np.arange(n))
-    if sample_weight is None:  # multiplicities fit a byte: 8 times less to reorder per candidate
+    if sample_weight is None:
+        # multiplicities fit a byte: 8 times less to reorder per candidate
         counts = counts.astype(np.uint8) if counts.size and counts.max() < 256 else counts
     else:
         counts = counts * weight
     for c, (order, last) in sorted_rows.items():
-        if chosen[c]:
+        if not chosen[c]:
+            continue
+        if sample_weight is None:
+            resampled[:, c] = resampled_metric(name, target, positive, order, last, counts)
+        else:
             resampled[:, c] = reduce(cumulative_counts(positive[order], last, np.take(counts, order, axis=1)), target)
     return metric, resampled
 
