@@ -54,6 +54,7 @@ __all__ = [
     "sort_rows",
     "cumulative_counts",
     "counts_at_thresholds",
+    "integer_sum_dtype",
     "precision_at_recall_from_counts",
     "recall_at_fpr_from_counts",
     "precision_at_k_from_counts",
@@ -93,15 +94,20 @@ def cumulative_counts(positive: np.ndarray, last: np.ndarray, weight: np.ndarray
         tp = np.cumsum(positive, dtype=np.float64)[last]
         return Counts(tp, 1.0 + last - tp)
     if np.issubdtype(weight.dtype, np.integer):  # bootstrap multiplicities: exact integer sums, small arrays
-        # int32 sums are several times faster than int64 ones where they cannot overflow
-        small = np.iinfo(weight.dtype).max * weight.shape[-1] < 2**31
-        tp = np.cumsum(weight * positive, axis=-1, dtype=np.int32 if small else np.int64)[..., last]
-        total = np.cumsum(weight, axis=-1, dtype=np.int32 if small else np.int64)[..., last]
+        wide = integer_sum_dtype(weight)
+        tp = np.cumsum(weight * positive, axis=-1, dtype=wide)[..., last]
+        total = np.cumsum(weight, axis=-1, dtype=wide)[..., last]
         return Counts(tp.astype(np.float64), (total - tp).astype(np.float64))
     y = positive.astype(np.float64)
     tp = np.cumsum(y * weight, axis=-1, dtype=np.float64)[..., last]
     fp = np.cumsum((1 - y) * weight, axis=-1, dtype=np.float64)[..., last]
     return Counts(tp, fp)
+
+
+def integer_sum_dtype(weight: np.ndarray):
+    """int32 where no sum of integer ``weight`` along its last axis can overflow it (several times faster than
+    int64), else int64."""
+    return np.int32 if np.iinfo(weight.dtype).max * weight.shape[-1] < 2**31 else np.int64
 
 
 def counts_at_thresholds(positive: np.ndarray, scores: np.ndarray, weight: np.ndarray | None = None) -> Counts:

@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from .._utils.counts import count
-from ._counting import OBJECTIVE_REDUCES, TOLERANCE, Counts
+from ._counting import OBJECTIVE_REDUCES, TOLERANCE, Counts, integer_sum_dtype
 
 __all__ = ["resampled_metric"]
 
@@ -77,7 +77,7 @@ def resampled_metric(objective: str, target: float, positive: np.ndarray, order:
 
 def _counts_at(ranked: np.ndarray, ends: np.ndarray, ranked_multiplicity: np.ndarray) -> Counts:
     """:class:`Counts` of shape (B, len(ends)) at the sorted row positions ``ends`` (increasing, not empty)."""
-    wide = _sum_dtype(ranked_multiplicity)
+    wide = integer_sum_dtype(ranked_multiplicity)
     rows = ends[-1] + 1
     total = np.cumsum(ranked_multiplicity[:, :rows], axis=-1, dtype=wide)[:, ends]
     # TP from the positive rows alone: a cumulative sum over fewer columns, read at the positives above each end.
@@ -92,7 +92,7 @@ def _counts_at(ranked: np.ndarray, ends: np.ndarray, ranked_multiplicity: np.nda
 
 def _rate_prefix(positive, ranked, order, last, multiplicity, rate) -> Counts | None:
     """Counts at the groups of a prefix that reaches ``K`` in every resample, then at the last group; None if none does."""
-    wide = _sum_dtype(multiplicity)
+    wide = integer_sum_dtype(multiplicity)
     mass = multiplicity.sum(axis=-1, dtype=wide)
     if (mass != mass[0]).any():
         return None
@@ -109,8 +109,3 @@ def _rate_prefix(positive, ranked, order, last, multiplicity, rate) -> Counts | 
     return Counts(np.c_[head.tp, positive_mass.astype(np.float64)],
                   np.c_[head.fp, (mass - positive_mass).astype(np.float64)])
 
-
-def _sum_dtype(multiplicity: np.ndarray):
-    """int32 where no sum over a resample's rows can overflow it (several times faster than int64), else int64."""
-    small = np.iinfo(multiplicity.dtype).max * multiplicity.shape[-1] < 2**31
-    return np.int32 if small else np.int64
