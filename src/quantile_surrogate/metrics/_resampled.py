@@ -108,4 +108,3 @@ def _rate_prefix(positive, ranked, order, last, multiplicity, rate) -> Counts | 
     positive_mass = np.take(multiplicity, np.flatnonzero(positive), axis=1).sum(axis=-1, dtype=wide)
     return Counts(np.c_[head.tp, positive_mass.astype(np.float64)],
                   np.c_[head.fp, (mass - positive_mass).astype(np.float64)])
-
