@@ -60,3 +60,20 @@ def test_paper_defaults_scores_and_tabulates_what_it_says(tmp_path, capsys):
     assert f"ionosphere: mean gap to Q3 {gap:+.3f}" in capsys.readouterr().out
     with pytest.raises(SystemExit):  # never overwrites a result
         bench.main(["--quick", "--sets", "ionosphere", "--out", str(out)])
+
+
+def test_the_paired_set_timing_fits_both_codes_fit_by_fit(tmp_path, capsys):
+    cost = load("selection_cost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(160, 3))
+    y = (X[:, 0] + rng.normal(size=160) > 1.2).astype(np.int64)
+    np.savez(tmp_path / "tiny.npz", X=X, y=y)
+    times = cost.paired_set_times("HEAD", ["tiny"], splits=1, repeats=1, data=str(tmp_path))
+    assert sorted(times) == [("tiny", "precision_at_rate", 0), ("tiny", "precision_at_recall", 0)]
+    assert all(here > 0 and there > 0 for here, there in times.values())
+    cost.print_set_times(times, "HEAD")
+    table = capsys.readouterr().out
+    total_here, total_there = (sum(side[i] for side in times.values()) for i in (0, 1))
+    assert f"| all | 2 | {total_here:.2f} | {total_there:.2f} | **{total_here / total_there:.3f}** |" in table
+    with pytest.raises(SystemExit):  # --sets needs a commit to time against
+        cost.main(["--sets", "tiny"])
