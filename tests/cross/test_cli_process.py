@@ -84,9 +84,17 @@ def test_reproduce_refuses_zero_splits_and_a_file_as_its_folder(folder):
                    "quantile-surrogate reproduce: error: data.csv: cannot create the folder (data.csv is a file)")
 
 
+# Ctrl-C reaches a program in a terminal's foreground. A test run started in the background (`pytest &`,
+# nohup, some CI runners) has SIGINT ignored, and an ignored signal stays ignored across exec: the CLI
+# would then rightly ignore the test's SIGINT too, as every background job does, and train on. So the
+# child restores the default disposition (Python's KeyboardInterrupt) before it runs the CLI.
+FOREGROUND = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+              "runpy.run_module('quantile_surrogate.cli', run_name='__main__')")
+
+
 def test_ctrl_c_during_fit_exits_130_and_keeps_the_checkpoint(tmp_path):
     make_frame(2000, seed=1).to_csv(tmp_path / "big.csv", index=False)
-    argv = [sys.executable, "-m", "quantile_surrogate.cli", "fit", "big.csv", "--label", "y", "--target", "0.9",
+    argv = [sys.executable, "-c", FOREGROUND, "fit", "big.csv", "--label", "y", "--target", "0.9",
             "--drop", "id", "--max-epochs", "100000", "--quiet", "--checkpoint", "fit.ckpt", "--out", "m.qs"]
     process = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "OMP_NUM_THREADS": "1"})
