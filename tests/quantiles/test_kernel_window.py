@@ -16,6 +16,7 @@ import torch
 from quantile_surrogate import quantiles
 from quantile_surrogate.quantiles import _rank_selection as _selection
 from quantile_surrogate.quantiles.smooth import _kernel_quantile_sort
+from quantile_surrogate.quantiles import _kernel_window as _window
 from quantile_surrogate.quantiles._kernel_window import MIN_WINDOW_SIZE, kernel_quantile_window, window_half_width
 
 from tests import _reference
@@ -241,3 +242,29 @@ def test_sample_miss_triggers_exact_selection(monkeypatch):
     atol, grad_atol = _tolerance(scores)
     torch.testing.assert_close(fast, ref, atol=atol, rtol=0)
     torch.testing.assert_close(fast_grad, ref_grad, atol=grad_atol, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["continuous", "few_ties", "heavy_ties", "sorted"])
+def test_one_sort_below_twice_the_sample_keeps_the_bracketed_window(kind, monkeypatch):
+    """Below ``2 * _SAMPLE_SIZE`` values the window comes from one sort; it is the bracketed path's window.
+
+    Every output but the order of tied rows (which share one weight) is equal, so the estimate and its
+    gradient are too; and the bracketed path never needs its exact selection there (the one-sort path
+    has none).
+    """
+    exact, original = [], _window._bracket
+    monkeypatch.setattr(_window, "_bracket", lambda v, lo, hi, e: exact.append(e) or original(v, lo, hi, e))
+    for n in (MIN_WINDOW_SIZE, 3333, 2 * _window._SAMPLE_SIZE - 1):
+        for dtype in DTYPES:
+            values = _make_scores(kind, n, seed=n).to(dtype).numpy()
+            for kernel in KERNEL_NAMES:
+                for level in LEVELS:
+                    for bandwidth in (0.005, 0.05, 0.2):
+                        rows, ranks, below, kept = _window._sorted_window(values, level, bandwidth, kernel, dtype)
+                        rows_g, ranks_g, below_g, kept_g = _window._bracketed_window(values, level, bandwidth,
+                                                                                     kernel, dtype)
+                        assert (below, kept) == (below_g, kept_g) and kept > 0
+                        np.testing.assert_array_equal(ranks, ranks_g)
+                        np.testing.assert_array_equal(values[rows], values[rows_g])  # tied rows may swap
+                        np.testing.assert_array_equal(np.sort(rows), np.sort(rows_g))
+    assert exact and not any(exact)

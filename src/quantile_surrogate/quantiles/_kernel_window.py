@@ -187,6 +187,37 @@ def _bracket_rows(values: np.ndarray, level: float, bandwidth: float, kernel: st
     return None
 
 
+def _bracketed_window(values: np.ndarray, level: float, bandwidth: float, kernel: str, dtype: torch.dtype):
+    """``(rows, ranks, n_below, n_kept)``: the kept rows in ascending order and their tied ranks; None if empty."""
+    bracket = _bracket_rows(values, level, bandwidth, kernel, dtype)
+    if bracket is None or bracket[2] == 0:
+        return None
+    kept, n_below, n_kept = bracket
+    order, ranks = order_and_ranks(values if kept is None else values[kept])
+    return (order if kept is None else kept[order]), ranks + n_below, n_below, n_kept
+
+
+def _sorted_window(values: np.ndarray, level: float, bandwidth: float, kernel: str, dtype: torch.dtype):
+    """:func:`_bracketed_window` from one sort of every value, where the bracket's sample is every value.
+
+    The same bracket (the sample's order statistics ``a`` and ``b``), read off the sorted values; the
+    kept rows are a slice of the sorted order, and their ranks are the full sort's. With every value in
+    the sample, ``a`` ranks at most ``lo - 1`` and ``b`` at least ``hi + 1`` (the margin is 32 rows or
+    more from :data:`MIN_WINDOW_SIZE` on), so the bracket always holds the window and is never empty: the
+    bracketed path's exact selection is not needed. Only the order of tied rows may differ from the
+    bracketed path's, and tied rows share one weight.
+    """
+    n = values.size
+    order, tied_ranks = order_and_ranks(values)
+    ordered = values[order]
+    half = window_half_width(kernel, bandwidth, dtype)
+    lo, hi = math.floor(n * (level - half)), math.ceil(n * (level + half))
+    lo_at, hi_at = math.floor((lo / n - _SAMPLE_MARGIN) * n), math.ceil((hi / n + _SAMPLE_MARGIN) * n)
+    start = int(np.searchsorted(ordered, ordered[lo_at], side="left")) if lo >= 1 and lo_at >= 0 else 0
+    stop = int(np.searchsorted(ordered, ordered[hi_at], side="right")) if hi <= n and hi_at < n else n
+    return order[start:stop], tied_ranks[start:stop], start, stop - start
+
+
 def window_selection(
     values: np.ndarray,
     level: float,
@@ -202,15 +233,13 @@ def window_selection(
     ranks). None when the bracket is empty or the certificate fails (the caller then sorts
     every value).
     """
-    bracket = _bracket_rows(values, level, bandwidth, kernel, dtype)
-    if bracket is None or bracket[2] == 0:
+    # Below 2 x _SAMPLE_SIZE values the bracket's sample is every value: sort them once and slice the window.
+    window = (_sorted_window if values.size < 2 * _SAMPLE_SIZE else _bracketed_window)(values, level, bandwidth,
+                                                                                      kernel, dtype)
+    if window is None:
         return None
-    kept, n_below, n_kept = bracket
+    rows, ranks, n_below, n_kept = window
     n = values.size
-    kept_values = values if kept is None else values[kept]
-    order, ranks = order_and_ranks(kept_values)
-    rows = order if kept is None else kept[order]
-    ranks += n_below
 
     # The arithmetic of kernel_weights (same dtype, same operations) in NumPy, which dispatches
     # small operations faster than torch; only the log-kernel itself is the torch function.
