@@ -16,8 +16,8 @@ import pytest
 
 from quantile_surrogate._utils.errors import TrainingDivergedError
 from quantile_surrogate.boosting import adapters, objective_gradient_hessian, xgboost_objective
-from quantile_surrogate.boosting._collective import (float_keys, global_span, in_lightgbm_network, key_values,
-                                                     select_ranks, xgboost_communicator)
+from quantile_surrogate.boosting._collective import (float_keys, in_lightgbm_network, key_values, select_ranks,
+                                                     span_entries, span_of, xgboost_communicator)
 from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
                                                       DISTRIBUTED_WEIGHTS_MESSAGE, PEER_FAILED_MESSAGE,
                                                       distributed_gradient_hessian)
@@ -109,12 +109,13 @@ def test_all_tied_scores_put_the_point_gradient_on_the_first_row():
 
 
 def test_reductions_per_round():
-    # Point: 2 (counts, span) + 2 per selection round + 1 (the sums); kernel: 2 more to gather the window.
+    # Point: 1 (the flag, counts and span in one MAX) + 2 per selection round + 1 (the sums); kernel: 2 more
+    # to gather the window.
     scores, labels, cuts = _layout("even", 3000)
     _, group = _distributed(scores, labels, cuts, quantile="point")
     ops = [op for op, _, _ in group.logs[0]]
-    assert ops[:2] == ["sum", "max"] and ops[-1] == "sum" and len(ops) % 2 == 1 and len(ops) <= 2 + 2 * 8 + 1
-    assert group.logs[0][0][2] == 4 and group.logs[0][-1][2] == 3 + 3  # W + 1 counts; G, T, loss + W holders
+    assert ops[:2] == ["max", "sum"] and ops[-1] == "sum" and len(ops) % 2 == 0 and len(ops) <= 1 + 2 * 8 + 1
+    assert group.logs[0][0][2] == 3 + 3 and group.logs[0][-1][2] == 3 + 3  # flag, W counts, span; G, T, loss + W
     _, group = _distributed(scores, labels, cuts, quantile="kernel", bandwidth=0.01)
     sizes = [size for _, _, size in group.logs[0]]
     assert sizes[-3] == 6 and 0 < sizes[-2] < 3000  # the window's counts (2W) and values: not every row
@@ -137,7 +138,7 @@ def test_select_ranks_is_exact_on_extreme_and_tied_values():
 
     def worker(comm, part):
         keys = float_keys(part)
-        return key_values(select_ranks(comm, keys, ranks, global_span(comm, keys), bins=64))
+        return key_values(select_ranks(comm, keys, ranks, span_of(comm.allreduce(span_entries(keys), "max")), bins=64))
 
     results, group = run_workers(worker, parts)
     expected = np.sort(values)[np.array(ranks) - 1]

@@ -39,8 +39,8 @@ from typing import Protocol
 import numpy as np
 
 __all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
-           "global_span", "rank_bin", "refine_ranks", "select_ranks", "gather_window", "in_lightgbm_network",
-           "SELECTION_BINS"]
+           "span_entries", "span_of", "rank_bin", "refine_ranks", "select_ranks", "gather_window",
+           "in_lightgbm_network", "SELECTION_BINS"]
 
 #: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
 SELECTION_BINS = 1024
@@ -120,13 +120,19 @@ def key_values(keys) -> np.ndarray:
     return bits.view(np.float64)
 
 
-def global_span(comm: Communicator, keys: np.ndarray) -> tuple[int, int]:
-    """``(min, max)`` of every worker's keys: one MAX of ``(~min, max)`` (2 uint64; an empty worker sends 0, 0)."""
+def span_entries(keys: np.ndarray) -> np.ndarray:
+    """This worker's ``(~min, max)`` of its ascending keys as 2 uint64 (0, 0 when empty): a MAX over workers
+    gives the global span (:func:`span_of`)."""
     local = np.zeros(2, dtype=np.uint64)
     if keys.size:
         local[:] = (~keys[0], keys[-1])
-    low, high = comm.allreduce(local, "max")
-    return _TOP - int(low), int(high)
+    return local
+
+
+def span_of(reduced: np.ndarray) -> tuple[int, int]:
+    """``(min, max)`` key from the MAX of every worker's :func:`span_entries`."""
+    return _TOP - int(reduced[0]), int(reduced[1])
+
 
 
 def _edges(low: int, high: int, bins: int) -> list[int]:
@@ -180,7 +186,7 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
     """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
 
     ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)``
-    (:func:`global_span`); each rank lies in ``1..N``. Per round one SUM (int64, at most
+    (:func:`span_of` of the MAX of every worker's :func:`span_entries`); each rank lies in ``1..N``. Per round one SUM (int64, at most
     ``bins`` per unfinished rank) and one MAX (uint64, 2 per unfinished rank).
     """
     def one_round(edges, belows, targets):

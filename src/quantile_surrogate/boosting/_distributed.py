@@ -36,7 +36,8 @@ from ..quantiles._kernel_window import sorted_tied_ranks, window_half_width
 from ..quantiles._rank_selection import floor_rank, normalised_weights
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
 from ..losses import SURROGATES
-from ._collective import Communicator, float_keys, gather_window, global_span, key_values, select_ranks
+from ._collective import (Communicator, float_keys, gather_window, key_values, select_ranks, span_entries,
+                          span_of)
 from .gradient import (EMPTY_SUBSET_MESSAGE, GradientHessian, _check_scores_labels, logloss_terms,
                        row_curvature)
 
@@ -79,17 +80,23 @@ def _local_rows(scores, labels, sample_weight):
         return np.zeros(0), np.zeros(0, dtype=np.int64), error
 
 
-def _subset_sizes(comm: Communicator, n_local: int, error) -> np.ndarray:
-    """Every worker's count of rows of ``A``: one SUM of ``W + 1`` int64 (the first, a failure flag)."""
-    counts = np.zeros(comm.world_size + 1, dtype=np.int64)
-    counts[0], counts[comm.rank + 1] = error is not None, n_local
-    counts = comm.allreduce(counts, "sum")
-    if counts[0]:
+def _sizes_and_span(comm: Communicator, keys: np.ndarray, error) -> tuple[np.ndarray, tuple[int, int]]:
+    """Every worker's count of rows of ``A`` and the global ``(min, max)`` key, in one MAX of ``W + 3`` uint64.
+
+    The first entry is a failure flag, then each worker's count in its own slot (the others send 0, so the
+    MAX is that count), then :func:`~._collective.span_entries`' ``(~min, max)``: one reduction where a SUM of
+    the counts and a MAX of the span took two.
+    """
+    local = np.zeros(comm.world_size + 3, dtype=np.uint64)
+    local[0], local[comm.rank + 1] = error is not None, keys.size
+    local[-2:] = span_entries(keys)
+    reduced = comm.allreduce(local, "max")
+    if reduced[0]:
         raise error if error is not None else RuntimeError(PEER_FAILED_MESSAGE)
-    return counts[1:]
+    return reduced[1:-2].astype(np.int64), span_of(reduced[-2:])
 
 
-def _kernel_threshold(comm, values, sizes, level, bandwidth, kernel):
+def _kernel_threshold(comm, values, keys, sizes, span, level, bandwidth, kernel):
     """``(theta, window, weights)`` of the kernel estimate over every worker, or None for an empty compact window."""
     n = int(sizes.sum())
     half = window_half_width(kernel, bandwidth, torch.float64)
@@ -97,8 +104,7 @@ def _kernel_threshold(comm, values, sizes, level, bandwidth, kernel):
     lo, hi = min(int(np.floor(n * (level - half))), k), max(int(np.ceil(n * (level + half))), k)
     edge_ranks = [r for r in (lo, hi) if 1 <= r <= n]
     if edge_ranks:
-        keys = float_keys(values)
-        found = dict(zip(edge_ranks, key_values(select_ranks(comm, keys, edge_ranks, global_span(comm, keys)))))
+        found = dict(zip(edge_ranks, key_values(select_ranks(comm, keys, edge_ranks, span))))
         low, high = found.get(lo, -np.inf), found.get(hi, np.inf)
         window, below = gather_window(comm, values, low, high)
     else:
@@ -118,15 +124,14 @@ def _row_weights(values, window, weights):
     return np.where(inside, weights[np.clip(at, 0, None)], 0.0)
 
 
-def _threshold(comm, values, sizes, level, quantile, bandwidth):
+def _threshold(comm, values, keys, sizes, span, level, quantile, bandwidth):
     """``(theta, row_weights or None)``: None means one-hot on the first row holding ``theta`` (the point rule)."""
     if quantile != "point":
-        kernel = _kernel_threshold(comm, values, sizes, level, bandwidth, KERNEL_OF_ESTIMATOR[quantile])
+        kernel = _kernel_threshold(comm, values, keys, sizes, span, level, bandwidth, KERNEL_OF_ESTIMATOR[quantile])
         if kernel is not None:
             return kernel[0], kernel[1:]
-    keys = float_keys(values)  # ascending, as the values are
     k = floor_rank(int(sizes.sum()), level)
-    return float(key_values(select_ranks(comm, keys, [k], global_span(comm, keys)))[0]), None
+    return float(key_values(select_ranks(comm, keys, [k], span))[0]), None
 
 
 def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objective="precision_at_recall",
@@ -146,11 +151,12 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
     scores, labels, error = _local_rows(scores, labels, sample_weight)
     positive = labels == 1
     in_subset = spec.subset_mask(positive)
-    sizes = _subset_sizes(comm, int(in_subset.sum()), error)
+    values = np.sort(scores[in_subset])
+    keys = float_keys(values)  # ascending, as the values are
+    sizes, span = _sizes_and_span(comm, keys, error)
     if not sizes.any():
         raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name))
-    values = np.sort(scores[in_subset])
-    theta, kernel = _threshold(comm, values, sizes, 1.0 - float(target), quantile, bandwidth)
+    theta, kernel = _threshold(comm, values, keys, sizes, span, 1.0 - float(target), quantile, bandwidth)
     weight = np.zeros(scores.size)
     holders = np.zeros(comm.world_size)
     if kernel is None:
