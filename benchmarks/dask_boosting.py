@@ -20,7 +20,7 @@ processes=...)`` (worker processes by default, ``--threads`` for threads of this
   ``XGBoostCommunicator.allreduce`` (``boosting/_collective.py``, the only door of the objective to
   XGBoost's collective) is wrapped (``client.run``) to record its payload; the table gives rank 0's
   calls and bytes (its array's ``nbytes``) per round. XGBoost's own histogram reductions are not
-  counted. The docs' formula for comparison: point ``3 + 2R``, kernel ``5 + 2R`` (3 when the
+  counted. The docs' formula for comparison: point ``2 + 2R``, kernel ``4 + 2R`` (3 when the
   window covers all of ``A``), ``R`` the selection rounds (1 to 3 in practice);
 - **precision at recall 0.9** on the test part of ``DaskQuantileBoostingClassifier`` (its
   defaults: held-out partitions choose the quantile rounds, then a refit on every partition) and of
