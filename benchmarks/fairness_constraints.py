@@ -184,8 +184,8 @@ def _qc(X, y, groups, task, seed, quick):
     from quantile_surrogate.constraints import gap
 
     settings = dict(max_epochs=20, n_restarts=1) if quick else {}
-    model = QuantileClassifier(**_operating(task), constraints=[gap(rate, at_most=BOUND) for rate in TASKS[task]["gaps"]],
-                               random_state=seed, **settings)
+    constraints = [gap(rate, at_most=BOUND) for rate in TASKS[task]["gaps"]]
+    model = QuantileClassifier(**_operating(task), constraints=constraints, random_state=seed, **settings)
     model.fit(X, y, sensitive_features=groups)
     feasible = (getattr(model, "constraint_report_", None) or {}).get("feasible")
     return (lambda X_, g_: model.predict(X_) == 1), feasible

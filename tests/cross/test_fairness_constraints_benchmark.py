@@ -122,7 +122,8 @@ def test_quick_run_of_qc():
 
 def test_quick_run_of_two_constraints_at_once():
     needs_data()
-    frame = bench.main(["--quick", "--data", "german/sex", "--tasks", "eodds", "--methods", "lr,eg,qc", "--splits", "1"])
+    frame = bench.main(["--quick", "--data", "german/sex", "--tasks", "eodds", "--methods", "lr,eg,qc",
+                        "--splits", "1"])
     assert set(frame.task) == {"eodds"} and len(frame) == 3 * 2
     both = frame[["recall_gap", "false_positive_rate_gap"]].max(axis=1)
     np.testing.assert_allclose(frame.gap, both)  # the reported gap is the larger of the two, for every method

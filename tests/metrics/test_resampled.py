@@ -64,7 +64,8 @@ def test_resamples_without_a_positive_or_a_negative_read_as_the_full_counts():
     positive = np.array([True, False, False, False, False, False])
     order, last = sort_rows(np.arange(6.0), stable=True)
     multiplicity = np.array([[0, 2, 1, 1, 1, 1], [6, 0, 0, 0, 0, 0]])  # no positive drawn; only the positive drawn
-    expected = {"precision_at_recall": [np.nan, 1.0], "recall_at_fpr": [np.nan, np.nan], "precision_at_rate": [0.0, 1.0]}
+    expected = {"precision_at_recall": [np.nan, 1.0], "recall_at_fpr": [np.nan, np.nan],
+                "precision_at_rate": [0.0, 1.0]}
     for objective, values in expected.items():
         got = resampled_metric(objective, 0.5, positive, order, last, multiplicity)
         np.testing.assert_array_equal(got, full(objective, 0.5, positive, order, last, multiplicity))

@@ -134,7 +134,6 @@ def span_of(reduced: np.ndarray) -> tuple[int, int]:
     return _TOP - int(reduced[0]), int(reduced[1])
 
 
-
 def _edges(low: int, high: int, bins: int) -> list[int]:
     """Ascending key edges ``low = e_0 < ... < e_m = high + 1`` (``m <= bins``): half even in key, half in value."""
     half = max(bins // 2, 1)
@@ -185,9 +184,9 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
                  bins: int = SELECTION_BINS) -> list[int]:
     """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
 
-    ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)``
-    (:func:`span_of` of the MAX of every worker's :func:`span_entries`); each rank lies in ``1..N``. Per round one SUM (int64, at most
-    ``bins`` per unfinished rank) and one MAX (uint64, 2 per unfinished rank).
+    ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)`` (:func:`span_of`
+    of the MAX of every worker's :func:`span_entries`); each rank lies in ``1..N``. Per round one SUM
+    (int64, at most ``bins`` per unfinished rank) and one MAX (uint64, 2 per unfinished rank).
     """
     def one_round(edges, belows, targets):
         total = comm.allreduce(np.concatenate([_bin_counts(keys, e) for e in edges]), "sum")

@@ -91,7 +91,10 @@ def _counts_at(ranked: np.ndarray, ends: np.ndarray, ranked_multiplicity: np.nda
 
 
 def _rate_prefix(positive, ranked, order, last, multiplicity, rate) -> Counts | None:
-    """Counts at the groups of a prefix that reaches ``K`` in every resample, then at the last group; None if none does."""
+    """Counts at the groups of a prefix that reaches ``K`` in every resample, then at the last group.
+
+    None where the resamples' masses differ, or no group ends early enough, or a resample has not reached ``K``.
+    """
     wide = integer_sum_dtype(multiplicity)
     mass = multiplicity.sum(axis=-1, dtype=wide)
     if (mass != mass[0]).any():
