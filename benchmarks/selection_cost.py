@@ -155,7 +155,10 @@ def paired_set_times(commit: str, sets, splits: int, repeats: int, data: str) ->
                     for side, worker in enumerate(workers):
                         worker.stdin.write(" ".join(map(str, fit)) + "\n")
                         worker.stdin.flush()
-                        seconds[fit][side].append(float(worker.stdout.readline()))
+                        line = worker.stdout.readline()
+                        if not line:  # the worker died; its traceback went to this process's stderr
+                            raise RuntimeError(f"the worker timing {('this checkout', commit)[side]} stopped on {fit}")
+                        seconds[fit][side].append(float(line))
         finally:
             for worker in workers:
                 worker.stdin.close()
@@ -189,6 +192,9 @@ def main(argv=None):
     if args.sets:
         if not args.reference_commit:
             parser.error("--sets needs --reference-commit REV: the code to time against")
+        missing = [name for name in args.sets.split(",") if not (Path(args.data) / f"{name}.npz").is_file()]
+        if missing:
+            parser.error(f"--sets: no {', '.join(f'{name}.npz' for name in missing)} in {args.data} (--data)")
         times = paired_set_times(args.reference_commit, args.sets.split(","), args.splits, args.repeats, args.data)
         print_set_times(times, args.reference_commit)
         return times

@@ -77,3 +77,6 @@ def test_the_paired_set_timing_fits_both_codes_fit_by_fit(tmp_path, capsys):
     assert f"| all | 2 | {total_here:.2f} | {total_there:.2f} | **{total_here / total_there:.3f}** |" in table
     with pytest.raises(SystemExit):  # --sets needs a commit to time against
         cost.main(["--sets", "tiny"])
+    with pytest.raises(SystemExit):  # and files to read
+        cost.main(["--sets", "tiny,absent", "--reference-commit", "HEAD", "--data", str(tmp_path)])
+    assert "--sets: no absent.npz in" in capsys.readouterr().err
