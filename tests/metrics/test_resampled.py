@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantile_surrogate.metrics._counting import OBJECTIVE_REDUCES, cumulative_counts, sort_rows
-from quantile_surrogate.metrics._resampled import _rate_prefix, resampled_metric
+from quantile_surrogate.metrics._resampled import _rate_prefix, resample_totals, resampled_metric
 from quantile_surrogate.objectives.bootstrap import _resample_counts
 
 TARGETS = [0.0, 0.01, 0.05, 0.1, 0.5, 0.9, 0.98, 1.0]
@@ -29,8 +29,12 @@ def test_equals_the_full_counts_for_every_objective_and_level(n, resamples, shar
         for target in TARGETS:
             expected = full(objective, target, positive, order, last, multiplicity)
             for stored in (np.uint8, np.int64):
-                got = resampled_metric(objective, target, positive, order, last, multiplicity.astype(stored))
+                stored_multiplicity = multiplicity.astype(stored)
+                got = resampled_metric(objective, target, positive, order, last, stored_multiplicity)
                 np.testing.assert_array_equal(got, expected, err_msg=f"{objective} at {target}")
+                shared = resample_totals(positive, stored_multiplicity)  # as the bootstrap passes them
+                np.testing.assert_array_equal(
+                    resampled_metric(objective, target, positive, order, last, stored_multiplicity, shared), expected)
 
 
 def _skewed(case):
@@ -78,6 +82,7 @@ def test_a_bootstrap_rate_reads_a_prefix_of_the_groups():
     positive = rng.random(n) < 0.1
     order, last = sort_rows(rng.normal(size=n), stable=True)
     multiplicity = _resample_counts(rng, n, 50, np.arange(n))
-    counts = _rate_prefix(positive, positive[order], order, last, multiplicity, 0.05)
+    totals = resample_totals(positive, multiplicity)
+    counts = _rate_prefix(positive[order], order, last, multiplicity, 0.05, totals)
     assert counts is not None and counts.tp.shape == (50, counts.tp.shape[1]) and counts.tp.shape[1] < n // 10
     np.testing.assert_array_equal(counts.tp[:, -1], multiplicity[:, positive].sum(axis=1))

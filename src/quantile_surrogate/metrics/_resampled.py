@@ -32,11 +32,18 @@ import numpy as np
 from .._utils.counts import count
 from ._counting import OBJECTIVE_REDUCES, TOLERANCE, Counts, integer_sum_dtype
 
-__all__ = ["resampled_metric"]
+__all__ = ["resample_totals", "resampled_metric"]
+
+
+def resample_totals(positive: np.ndarray, multiplicity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mass, positive mass)`` of each resample, shape (B,) each: the same for every ranking of the rows."""
+    wide = integer_sum_dtype(multiplicity)
+    return (multiplicity.sum(axis=-1, dtype=wide),
+            np.take(multiplicity, np.flatnonzero(positive), axis=1).sum(axis=-1, dtype=wide))
 
 
 def resampled_metric(objective: str, target: float, positive: np.ndarray, order: np.ndarray, last: np.ndarray,
-                     multiplicity: np.ndarray) -> np.ndarray:
+                     multiplicity: np.ndarray, totals: tuple | None = None) -> np.ndarray:
     """The exact metric of ``objective`` at ``target`` on each resample: shape (B,).
 
     Parameters
@@ -52,6 +59,9 @@ def resampled_metric(objective: str, target: float, positive: np.ndarray, order:
     multiplicity : integer ndarray of shape (B, n)
         How often each row (in row order) is drawn in each resample; unsigned 8-bit storage is fine
         (sums are taken in 32 or 64 bits).
+    totals : tuple, optional
+        :func:`resample_totals` of ``positive`` and ``multiplicity``, computed once for many rankings
+        (a rate reads them); computed here when not given.
 
     Returns
     -------
@@ -62,7 +72,8 @@ def resampled_metric(objective: str, target: float, positive: np.ndarray, order:
     reduce = OBJECTIVE_REDUCES[objective]
     ranked = positive[order]
     if objective == "precision_at_rate":
-        counts = _rate_prefix(positive, ranked, order, last, multiplicity, target)
+        counts = _rate_prefix(ranked, order, last, multiplicity, target,
+                              resample_totals(positive, multiplicity) if totals is None else totals)
         if counts is not None:
             return reduce(counts, target)
     groups = np.arange(last.size)
@@ -90,13 +101,12 @@ def _counts_at(ranked: np.ndarray, ends: np.ndarray, ranked_multiplicity: np.nda
     return Counts(tp.astype(np.float64), (total - tp).astype(np.float64))
 
 
-def _rate_prefix(positive, ranked, order, last, multiplicity, rate) -> Counts | None:
+def _rate_prefix(ranked, order, last, multiplicity, rate, totals) -> Counts | None:
     """Counts at the groups of a prefix that reaches ``K`` in every resample, then at the last group.
 
     None where the resamples' masses differ, or no group ends early enough, or a resample has not reached ``K``.
     """
-    wide = integer_sum_dtype(multiplicity)
-    mass = multiplicity.sum(axis=-1, dtype=wide)
+    mass, positive_mass = totals
     if (mass != mass[0]).any():
         return None
     k = count(rate, float(mass[0]))
@@ -108,6 +118,5 @@ def _rate_prefix(positive, ranked, order, last, multiplicity, rate) -> Counts | 
     head = _counts_at(ranked, ends, np.take(multiplicity, order[: ends[-1] + 1], axis=1))
     if (head.tp[:, -1] + head.fp[:, -1] < k * (1 - TOLERANCE)).any():
         return None
-    positive_mass = np.take(multiplicity, np.flatnonzero(positive), axis=1).sum(axis=-1, dtype=wide)
     return Counts(np.c_[head.tp, positive_mass.astype(np.float64)],
                   np.c_[head.fp, (mass - positive_mass).astype(np.float64)])

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics._counting import OBJECTIVE_REDUCES, cumulative_counts, sort_rows
-from ..metrics._resampled import resampled_metric
+from ..metrics._resampled import resample_totals, resampled_metric
 from ..objectives import get_objective
 from ..objectives.bootstrap import _resample_counts
 
@@ -92,13 +92,14 @@ def paired_resamples(positive, scores, objective: str, target: float, *, sample_
     if sample_weight is None:
         # multiplicities fit a byte: 8 times less to reorder per candidate
         counts = counts.astype(np.uint8) if counts.size and counts.max() < 256 else counts
+        totals = resample_totals(positive, counts)  # shared by every candidate's ranking
     else:
         counts = counts * weight
     for c, (order, last) in sorted_rows.items():
         if not chosen[c]:
             continue
         if sample_weight is None:
-            resampled[:, c] = resampled_metric(name, target, positive, order, last, counts)
+            resampled[:, c] = resampled_metric(name, target, positive, order, last, counts, totals)
         else:
             resampled[:, c] = reduce(cumulative_counts(positive[order], last, np.take(counts, order, axis=1)), target)
     return metric, resampled
