@@ -2,6 +2,7 @@
 eval-mode scoring, the progress bar and the one divergence error."""
 
 import io
+import math
 import re
 import sys
 import warnings
@@ -9,13 +10,15 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from quantile_surrogate._utils.errors import DIVERGED_MESSAGE, TrainingDivergedError
 from quantile_surrogate.metrics import precision_at_recall
 from quantile_surrogate.objectives import objective_loss, predict_scores, training_loss
 from quantile_surrogate.training import VALIDATION_WEIGHT_MESSAGE, train
-from quantile_surrogate.training._loop import LOSS_GROWTH_MESSAGE, PROGRESS_SUMMARY_MESSAGE
+from quantile_surrogate.training._loop import LOSS_GROWTH_MESSAGE, PROGRESS_SUMMARY_MESSAGE, parameters_finite
 from quantile_surrogate.training.models import fit_logistic, mlp_scorer
 from tests._messages import exact, prefix
 from tests.training._helpers import blobs, linear, params
@@ -232,6 +235,58 @@ def test_divergence_raises_the_one_error_naming_the_epoch_and_a_smaller_learning
                                                  remedy="standardise the features")
 
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(shapes=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 4)), min_size=1, max_size=4),
+       bad=st.sampled_from([None, math.nan, math.inf, -math.inf]), where=st.integers(0, 10**6),
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.float16]), seed=st.integers(0, 2**16))
+def test_parameters_finite_agrees_with_isfinite_on_every_tensor(shapes, bad, where, dtype, seed):
+    generator = torch.Generator().manual_seed(seed)
+    module = nn.Module()
+    for i, shape in enumerate(shapes):  # empty tensors included (a dimension of 0)
+        module.register_parameter(f"p{i}", nn.Parameter((1e3 * torch.randn(shape, generator=generator)).to(dtype)))
+    sizes = [p.numel() for p in module.parameters()]
+    if bad is not None and sum(sizes):
+        flat = where % sum(sizes)
+        for p, size in zip(module.parameters(), sizes):
+            if flat < size:
+                with torch.no_grad():
+                    p.view(-1)[flat] = bad
+                break
+            flat -= size
+    reference = all(bool(torch.isfinite(p).all()) for p in module.parameters())
+    assert parameters_finite(module) is reference
+    assert reference is (bad is None or sum(sizes) == 0)
+
+
+def test_the_cpu_loop_names_sgds_per_tensor_path_which_takes_the_defaults_steps_bit_for_bit(monkeypatch):
+    # foreach=None resolves to the per-tensor loop on the CPU; the loop names it (cheaper), nothing else changes.
+    seen = []
+    original = torch.optim.SGD
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("foreach", "absent"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "SGD", recording)
+    X, y = blobs()
+    train(linear(), X, y, max_epochs=2, random_state=0)
+    assert seen and set(seen) == {False}
+    monkeypatch.undo()
+    a, b = linear()(), linear()()
+    b.load_state_dict(a.state_dict())
+    named = original(a.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3, foreach=False)
+    default = original(b.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        grads = [torch.randn(p.shape, generator=generator) for p in a.parameters()]
+        for model, optimizer in ((a, named), (b, default)):
+            for p, g in zip(model.parameters(), grads):
+                p.grad = g.clone()
+            optimizer.step()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p, q)
 
 def test_a_loss_that_grows_a_billion_fold_warns_once_naming_the_learning_rate():
     # Full batch: epoch 1's loss is the start's (1.94); one step at 1e11 makes it about 2e10 at epoch 2,

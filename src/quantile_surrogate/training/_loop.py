@@ -82,8 +82,11 @@ class TrainingLoop:
         weights, others = decayed_parameters(model)
         groups = [{"params": weights, "weight_decay": self.settings.weight_decay},
                   {"params": others, "weight_decay": 0.0}]
+        # On the CPU SGD's default (foreach=None) resolves to the per-tensor loop anyway; naming it skips
+        # that resolution, about a quarter of a small model's step (same arithmetic). Elsewhere the default stays.
+        foreach = False if self.data.device.type == "cpu" else None
         return torch.optim.SGD([g for g in groups if g["params"]], lr=self.settings.learning_rate,
-                               momentum=self.settings.momentum)
+                               momentum=self.settings.momentum, foreach=foreach)
 
     def diverged(self, restart, epoch) -> TrainingDivergedError:
         """The error for a NaN or inf loss or parameter at ``epoch`` (``"end"``: the restart's full loss)."""
@@ -275,7 +278,7 @@ class TrainingLoop:
             while len(run.loss_curve) < settings.max_epochs:
                 epoch = len(run.loss_curve) + 1
                 loss, threshold = self.steps.epoch(model, optimizer, generator)
-                if not (math.isfinite(loss) and all(bool(torch.isfinite(p).all()) for p in model.parameters())):
+                if not (math.isfinite(loss) and parameters_finite(model)):
                     raise self.diverged(r, epoch)
                 run.loss_curve.append(loss)
                 run.threshold_curve.append(self.steps.step_thresholds)
@@ -368,3 +371,12 @@ def _format_threshold(threshold) -> str:
     if isinstance(threshold, tuple):
         return "(" + ", ".join(f"{t:.3g}" for t in threshold[:4]) + (", ...)" if len(threshold) > 4 else ")")
     return f"{threshold:.4g}"
+
+
+def parameters_finite(model) -> bool:
+    """Whether every parameter of ``model`` is finite (checked after every epoch).
+
+    ``max |p|`` is NaN or inf exactly where some entry is (``torch.max`` propagates NaN); it costs
+    about a third of ``isfinite(p).all()`` per tensor, which on a small model is a few per cent of an epoch.
+    """
+    return all(p.numel() == 0 or math.isfinite(p.detach().abs().max().item()) for p in model.parameters())
