@@ -101,3 +101,30 @@ def test_logistic_start_returns_its_objective_and_penalises_weights_only():
     assert value == pytest.approx(float(by_hand), rel=1e-9)
     # At the optimum the gradient vanishes; the bias has no penalty, so the mean residual is 0.
     assert float((torch.sigmoid(scores) - y.double()).mean()) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_logistic_start_leaves_no_lbfgs_history_behind_for_the_garbage_collector(monkeypatch):
+    # torch's L-BFGS sits in a reference cycle after step(); with the collector off, whatever its state
+    # still holds would stay allocated. fit_logistic empties it: no history vector outlives the fit.
+    import gc
+    import weakref
+
+    made = []
+
+    class Recorded(torch.optim.LBFGS):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(torch.optim, "LBFGS", Recorded)
+    X, y = blobs()
+    model = torch.nn.Linear(3, 1).double()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        fit_logistic(model, X, y, alpha=1 / X.shape[0])
+        optimizer = made[0]()
+        assert optimizer is None or not any(optimizer.state.values())
+    finally:
+        if enabled:
+            gc.enable()
