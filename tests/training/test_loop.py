@@ -235,8 +235,6 @@ def test_divergence_raises_the_one_error_naming_the_epoch_and_a_smaller_learning
                                                  remedy="standardise the features")
 
 
-
-
 @settings(max_examples=60, deadline=None)
 @given(shapes=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 4)), min_size=1, max_size=4),
        bad=st.sampled_from([None, math.nan, math.inf, -math.inf]), where=st.integers(0, 10**6),
@@ -287,6 +285,7 @@ def test_the_cpu_loop_names_sgds_per_tensor_path_which_takes_the_defaults_steps_
             optimizer.step()
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)
+
 
 def test_a_loss_that_grows_a_billion_fold_warns_once_naming_the_learning_rate():
     # Full batch: epoch 1's loss is the start's (1.94); one step at 1e11 makes it about 2e10 at epoch 2,

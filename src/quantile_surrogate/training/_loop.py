@@ -82,8 +82,8 @@ class TrainingLoop:
         weights, others = decayed_parameters(model)
         groups = [{"params": weights, "weight_decay": self.settings.weight_decay},
                   {"params": others, "weight_decay": 0.0}]
-        # On the CPU SGD's default (foreach=None) resolves to the per-tensor loop anyway; naming it skips
-        # that resolution, about a quarter of a small model's step (same arithmetic). Elsewhere the default stays.
+        # On the CPU SGD's default (foreach=None) resolves to the per-tensor loop anyway; naming it skips that
+        # resolution, about a quarter of SGD's step on a small model (same arithmetic). Elsewhere the default stays.
         foreach = False if self.data.device.type == "cpu" else None
         return torch.optim.SGD([g for g in groups if g["params"]], lr=self.settings.learning_rate,
                                momentum=self.settings.momentum, foreach=foreach)

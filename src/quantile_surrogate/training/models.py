@@ -282,9 +282,8 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
         return loss
 
     optimizer.step(closure)  # returns the objective at the start, not at the end
-    # The optimizer sits in a reference cycle (through closure's cell) that only the garbage collector frees, and
-    # its state holds L-BFGS's history: 2 x history_size weight vectors. Dropped now, not at the next collection
-    # (a refit's second start would otherwise hold both histories at once).
+    # The optimizer outlives this call in a reference cycle that only the garbage collector frees (checked with
+    # the collector off), and its state holds L-BFGS's history, 2 x history_size weight vectors: dropped now.
     optimizer.state.clear()
     # Evaluated once more at the solution; the forked RNG keeps a dropout layer from shifting later draws.
     devices = [X.device.index or 0] if X.device.type == "cuda" else []
