@@ -1,9 +1,8 @@
 """Sparse CSR rows on a CUDA device: the sparse layer, row taking and the estimators, against the CPU.
 
 Skipped without a GPU (CI has none); run on a GPU machine with ``pytest tests/cross/test_cuda_sparse.py``.
-On CUDA the CSR product and the transpose are cuSPARSE's and the scatter backward is CUDA's
-``index_add_`` (atomic adds, so float32 sums may differ in the last bits): each test compares with
-the same computation in float64 on the CPU.
+On CUDA the CSR product and the transpose are cuSPARSE's (float32 sums may differ in the last
+bits): each test compares with the same computation in float64 on the CPU.
 """
 
 import numpy as np
@@ -35,7 +34,7 @@ def test_sparse_linear_on_cuda_matches_the_float64_cpu_product(dtype, outputs):
     batch = csr_tensor(X, dtype=dtype, device="cuda")
     gpu_w = weight.to(device="cuda", dtype=dtype).requires_grad_()
     tolerance = dict(rtol=1e-10, atol=1e-10) if dtype == torch.float64 else dict(rtol=1e-4, atol=1e-4)
-    for _ in range(2):  # the scatter, then the product with the transpose kept on the batch
+    for _ in range(2):  # the transpose, then the product with the transpose kept on the batch
         got = sparse_linear(batch, gpu_w)
         (grad,) = torch.autograd.grad((got * upstream.to(got)).sum(), gpu_w)
         assert got.device.type == "cuda" and grad.dtype == dtype

@@ -2,10 +2,13 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 from torch import nn
 
 from quantile_surrogate._utils.checks import OPTION_MESSAGE
+from quantile_surrogate._utils.sparse import csr_tensor
+from quantile_surrogate.training import models
 from quantile_surrogate.training.models import (
     ACTIVATIONS,
     NOT_A_MODULE_MESSAGE,
@@ -128,3 +131,16 @@ def test_logistic_start_leaves_no_lbfgs_history_behind_for_the_garbage_collector
     finally:
         if enabled:
             gc.enable()
+
+
+@pytest.mark.parametrize("entries, pairs", [(60_000, 20), (16_016, 6), (2_000, 3)])
+def test_lbfgs_history_on_sparse_rows_weighs_at_most_half_the_matrix(monkeypatch, entries, pairs):
+    # A linear model of 1,000 float64 weights and a bias: a pair of vectors is 2 x 8,008 bytes; the matrix's
+    # entries weigh 12 bytes each (float64 value, int32 column), and half of that is the history's budget.
+    monkeypatch.setattr(models, "LBFGS_HISTORY_BYTES", 0)
+    X = csr_tensor(sp.csr_matrix((np.ones(entries), np.zeros(entries, dtype=np.int32),
+                                  np.arange(entries + 1, dtype=np.int32)), shape=(entries, 1000)))
+    model = linear_scorer(1000).double()
+    assert models.lbfgs_history(model, X) == pairs
+    assert pairs == 3 or 2 * pairs * 8_008 <= entries * 12 // 2  # within the budget (3 is the floor)
+    assert models.lbfgs_history(model, torch.zeros(10, 1000, dtype=torch.float64)) == models.LBFGS_HISTORY  # dense: all

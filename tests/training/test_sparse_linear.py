@@ -1,4 +1,5 @@
-"""The sparse linear layer: its scatter backward against autograd through a dense matmul, and train() on sparse rows."""
+"""The sparse linear layer: its backward (SciPy's CSC product on the CPU) against autograd through a dense matmul, and
+train() on sparse rows."""
 
 import numpy as np
 import pytest
@@ -14,25 +15,52 @@ from quantile_surrogate.training.models import linear_scorer, mlp_scorer
 from tests._data import sparse_classification
 
 
-@pytest.mark.parametrize("outputs, block", [(1, _sparse_linear.BLOCK_ENTRIES), (3, _sparse_linear.BLOCK_ENTRIES),
-                                            (_sparse_linear.TRANSPOSE_FIRST_OUTPUTS, _sparse_linear.BLOCK_ENTRIES),
-                                            (3, 7)])
-def test_gradient_equals_dense_autograd(monkeypatch, outputs, block):
-    monkeypatch.setattr(_sparse_linear, "BLOCK_ENTRIES", block)  # 7: many row blocks, one row at a time
+@pytest.mark.parametrize("outputs", [1, 3, 64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gradient_equals_dense_autograd(outputs, index_dtype):
     X = sp.random(40, 15, density=0.2, format="csr", random_state=0)
     X = sp.vstack([X[:3], sp.csr_matrix((1, 15)), X[4:]]).tocsr()  # row 3 empty
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
     weight = torch.randn(outputs, 15, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda w: sparse_linear(csr_tensor(X), w), (weight,))
     upstream = torch.randn(40, outputs, dtype=torch.float64)
-    (grad,) = torch.autograd.grad((sparse_linear(csr_tensor(X), weight) * upstream).sum(), weight)
     (reference,) = torch.autograd.grad((torch.as_tensor(X.toarray()) @ weight.t() * upstream).sum(), weight)
-    torch.testing.assert_close(grad, reference, rtol=1e-12, atol=1e-12)
-    batch = csr_tensor(X)  # one batch twice: the scatter (or, for many outputs, the transpose), then the kept transpose
-    for seen in range(2):
+    batch = csr_tensor(X)
+    assert batch.col_indices().dtype == torch.from_numpy(X.indices).dtype
+    for _ in range(2):  # a batch that comes back: the same product, and no transpose kept on the CPU
         (grad,) = torch.autograd.grad((sparse_linear(batch, weight) * upstream).sum(), weight)
         torch.testing.assert_close(grad, reference, rtol=1e-12, atol=1e-12)
-        transposed_at_once = outputs >= _sparse_linear.TRANSPOSE_FIRST_OUTPUTS
-        assert (getattr(batch, _sparse_linear.TRANSPOSE, None) is not None) == (seen or transposed_at_once)
+        assert getattr(batch, _sparse_linear.TRANSPOSE, None) is None
+
+
+def test_transposed_view_shares_the_tensor_s_arrays():
+    X = sp.random(30, 1000, density=0.05, format="csr", random_state=1)
+    for index_dtype in (np.int32, np.int64):  # SciPy's own constructor would copy int64 indices that fit in int32
+        X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+        batch = csr_tensor(X)
+        view = _sparse_linear.transposed_view(batch)
+        assert view.shape == (1000, 30) and view.indices.dtype == index_dtype
+        for ours, theirs in ((view.data, batch.values()), (view.indices, batch.col_indices()),
+                             (view.indptr, batch.crow_indices())):
+            assert np.shares_memory(ours, theirs.numpy())
+        np.testing.assert_array_equal(view.toarray(), X.toarray().T)
+
+
+@pytest.mark.parametrize("values, upstream", [(torch.float32, torch.float32), (torch.float64, torch.float32),
+                                              (torch.float32, torch.bfloat16), (torch.float16, torch.float32)])
+def test_gradient_keeps_the_upstream_dtype(values, upstream):
+    """Autocast hands a lower-precision gradient; float16 values are multiplied as float32."""
+    X = sp.random(50, 20, density=0.3, format="csr", random_state=2)
+    batch = torch.sparse_csr_tensor(*(torch.as_tensor(a) for a in (X.indptr, X.indices)),
+                                    torch.as_tensor(X.data).to(values), size=X.shape,
+                                    check_invariants=True)
+    weight = torch.randn(2, 20, dtype=upstream, requires_grad=True)
+    gradient = torch.randn(50, 2, dtype=torch.float64)
+    grad = _sparse_linear._SparseTimesWeight.backward(type("Ctx", (), {"X": batch})(), gradient.to(upstream))[1]
+    assert grad.dtype == upstream and grad.shape == weight.shape
+    reference = gradient.t() @ torch.as_tensor(X.toarray()).to(values).double()
+    torch.testing.assert_close(grad.double(), reference, rtol=2e-2 if upstream == torch.bfloat16 else 1e-3,
+                               atol=1e-2 if upstream == torch.bfloat16 else 1e-3)
 
 
 def test_linear_is_nn_linear_on_dense_input():

@@ -30,8 +30,8 @@ def linear_scorer(n_features: int) -> nn.Module:
     """``f(x) = w^T x + b``, the paper's model: ``nn.Linear(n_features, 1)`` with PyTorch's random init.
 
     The module is :class:`~quantile_surrogate.training._sparse_linear.Linear`, an ``nn.Linear`` whose
-    backward pass on a sparse CSR input is a scatter over its stored entries (a dense input is
-    unchanged); so is an MLP's first layer.
+    backward pass on a sparse CSR input is one pass over its stored entries (SciPy's CSC product on
+    the CPU; a dense input is unchanged); so is an MLP's first layer.
 
     Parameters
     ----------
@@ -192,18 +192,20 @@ LBFGS_HISTORY_BYTES = 64 * 2**20
 
 
 def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
-    """:data:`LBFGS_HISTORY` pairs, or fewer (at least 3) where they would outweigh a sparse ``X`` and 64 MiB.
+    """:data:`LBFGS_HISTORY` pairs, or fewer (at least 3) where they would outweigh half a sparse ``X`` and 64 MiB.
 
     On sparse data the parameters can outnumber the stored entries (10^6 columns with 10 entries a row):
-    20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to what the
-    matrix weighs (7 pairs there). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`, keeps 20:
-    the same fit as before, and as on the dense copy of a small sparse matrix.
+    20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to half
+    what the matrix weighs (3 pairs there: the fit's peak resident memory 5.0-5.1x the matrix against
+    5.9-6.1x with the 7 pairs of the whole matrix's weight, and 52-65 against 48-51 s;
+    ``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
+    keeps 20: the same fit as before, and as on the dense copy of a small sparse matrix.
     """
     values = X.values() if X.layout == torch.sparse_csr else X
     vector = sum(p.numel() for p in model.parameters()) * values.element_size()
     budget = LBFGS_HISTORY_BYTES
     if X.layout == torch.sparse_csr:
-        budget = max(budget, X.values().numel() * (X.values().element_size() + X.col_indices().element_size()))
+        budget = max(budget, X.values().numel() * (X.values().element_size() + X.col_indices().element_size()) // 2)
     if X.layout != torch.sparse_csr or 2 * LBFGS_HISTORY * vector <= budget:
         return LBFGS_HISTORY
     return int(max(3, budget // (2 * vector)))
