@@ -47,7 +47,7 @@ def transposed_view(X: torch.Tensor) -> sp.csc_matrix:
     The arrays are set as attributes because SciPy's constructor copies int64 indices that fit in
     int32. Values of a type SciPy does not multiply (float16, bfloat16) are read as float32 (a copy).
     """
-    values = X.values()
+    values = X.values().detach()
     if values.dtype not in (torch.float32, torch.float64):
         values = values.float()
     view = sp.csc_matrix((X.shape[1], X.shape[0]))
