@@ -196,8 +196,8 @@ def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
 
     On sparse data the parameters can outnumber the stored entries (10^6 columns with 10 entries a row):
     20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to half
-    what the matrix weighs (3 pairs there: the fit's peak resident memory 5.0-5.1x the matrix against
-    5.9-6.1x with the 7 pairs of the whole matrix's weight, and 52-65 against 48-51 s;
+    what the matrix weighs (3 pairs there: the fit's peak resident memory 5.2-5.5x the matrix against
+    5.9-6.1x with the 7 pairs of the whole matrix's weight, and 56-61 against 48-51 s;
     ``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
     keeps 20: the same fit as before, and as on the dense copy of a small sparse matrix.
     """
