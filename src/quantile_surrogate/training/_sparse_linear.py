@@ -1,9 +1,9 @@
 """``x W^T + b`` for a sparse CSR batch ``x``, with a backward pass that costs what the forward pass costs.
 
 ``torch.nn.Linear`` accepts a ``torch.sparse_csr`` input, but its backward computes the weight's
-gradient ``G^T X`` through the transposed (CSC) layout, converted anew at every step: 4.5 ms per
-step on 10,000 TF-IDF rows of 7,600 columns (12 entries a row), 30 times the forward product
-(one CPU thread). The gradient needs no transposed copy,
+gradient ``G^T X`` through the transposed (CSC) layout, converted anew at every step: 4.5-6.7 ms
+per step on 10,000 TF-IDF rows of 7,600 columns (12 entries a row; ``step_cpu.md``, two sessions),
+30-45 times the forward product's 0.15 ms (one CPU thread). The gradient needs no transposed copy,
 
 .. math::
     \\frac{\\partial L}{\\partial W_{kj}} = \\sum_{i} G_{ik} X_{ij}
