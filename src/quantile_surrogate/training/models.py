@@ -205,7 +205,7 @@ def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
     vector = sum(p.numel() for p in model.parameters()) * values.element_size()
     budget = LBFGS_HISTORY_BYTES
     if X.layout == torch.sparse_csr:
-        budget = max(budget, X.values().numel() * (X.values().element_size() + X.col_indices().element_size()) // 2)
+        budget = max(budget, values.numel() * (values.element_size() + X.col_indices().element_size()) // 2)
     if X.layout != torch.sparse_csr or 2 * LBFGS_HISTORY * vector <= budget:
         return LBFGS_HISTORY
     return int(max(3, budget // (2 * vector)))
