@@ -13,11 +13,13 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from quantile_surrogate._utils.errors import TrainingDivergedError
 from quantile_surrogate.boosting import adapters, objective_gradient_hessian, xgboost_objective
-from quantile_surrogate.boosting._collective import (float_keys, in_lightgbm_network, key_values, select_ranks,
-                                                     span_entries, span_of, xgboost_communicator)
+from quantile_surrogate.boosting._collective import (SELECTION_GATHER, float_keys, in_lightgbm_network, key_values,
+                                                     select_ranks, span_entries, span_of, xgboost_communicator)
 from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
                                                       DISTRIBUTED_WEIGHTS_MESSAGE, PEER_FAILED_MESSAGE,
                                                       distributed_gradient_hessian)
@@ -110,15 +112,15 @@ def test_all_tied_scores_put_the_point_gradient_on_the_first_row():
 
 def test_reductions_per_round():
     # Point: 1 (the flag, counts and span in one MAX) + 2 per selection round + 1 (the sums); kernel: 2 more
-    # to gather the window.
+    # to gather the window. The bin that holds the rank has few keys here, so one selection round gathers them.
     scores, labels, cuts = _layout("even", 3000)
     _, group = _distributed(scores, labels, cuts, quantile="point")
-    ops = [op for op, _, _ in group.logs[0]]
-    assert ops[:2] == ["max", "sum"] and ops[-1] == "sum" and len(ops) % 2 == 0 and len(ops) <= 1 + 2 * 8 + 1
+    assert [op for op, _, _ in group.logs[0]] == ["max", "sum", "max", "sum"]
     assert group.logs[0][0][2] == 3 + 3 and group.logs[0][-1][2] == 3 + 3  # flag, W counts, span; G, T, loss + W
+    assert group.logs[0][2][2] % 3 == 0  # the bin's keys: W slots of its count
     _, group = _distributed(scores, labels, cuts, quantile="kernel", bandwidth=0.01)
     sizes = [size for _, _, size in group.logs[0]]
-    assert sizes[-3] == 6 and 0 < sizes[-2] < 3000  # the window's counts (2W) and values: not every row
+    assert len(sizes) == 6 and sizes[-3] == 6 and 0 < sizes[-2] < 3000  # the window's counts (2W) and values
 
 
 # -- exact selection ------------------------------------------------------------------------------------------
@@ -145,6 +147,28 @@ def test_select_ranks_is_exact_on_extreme_and_tied_values():
     for result in results:
         np.testing.assert_array_equal(result, expected)
     assert len(group.logs[0]) <= 1 + 2 * 11  # the span, then at most ceil(64 / log2(32)) rounds of 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), gather=st.sampled_from([0, 6, SELECTION_GATHER]))
+def test_select_ranks_gathered_or_narrowed_is_the_sorted_value(data, gather):
+    # Both ways to end a round (the bin's extremes, or its keys gathered when W times its count <= gather)
+    # give the exact order statistic, whatever the (finite) values, their ties and the workers' shares.
+    pool = data.draw(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=12))
+    values = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=80)))
+    first, second = sorted(data.draw(st.lists(st.integers(0, values.size), min_size=2, max_size=2)))
+    parts = [np.sort(values[:first]), np.sort(values[first:second]), np.sort(values[second:])]
+    ranks = sorted(set(data.draw(st.lists(st.integers(1, values.size), min_size=1, max_size=3))))
+
+    def worker(comm, part):
+        keys = float_keys(part)
+        span = span_of(comm.allreduce(span_entries(keys), "max"))
+        return key_values(select_ranks(comm, keys, ranks, span, bins=8, gather=gather))
+
+    results, group = run_workers(worker, parts)
+    for result in results:
+        np.testing.assert_array_equal(result, np.sort(values + 0.0)[np.array(ranks) - 1])
+    assert group.logs[0] == group.logs[1] == group.logs[2]
 
 
 # -- refusals, and failures shared by every worker --------------------------------------------------------------

@@ -16,7 +16,8 @@ import torch
 from quantile_surrogate._utils.errors import DIVERGED_MESSAGE, TrainingDivergedError
 from quantile_surrogate.boosting import objective_gradient_hessian
 from quantile_surrogate._utils.checks import NOT_BINARY_MESSAGE
-from quantile_surrogate.boosting.gradient import EMPTY_SUBSET_MESSAGE, LABELS_LENGTH_MESSAGE, ZERO_WEIGHT_SUFFIX
+from quantile_surrogate.boosting.gradient import (EMPTY_SUBSET_MESSAGE, LABELS_LENGTH_MESSAGE, SURROGATE_CURVATURES,
+                                                  ZERO_WEIGHT_SUFFIX)
 from quantile_surrogate.objectives import get_objective, objective_loss
 from quantile_surrogate.quantiles._rank_selection import floor_rank
 from tests._messages import exact, prefix
@@ -176,6 +177,16 @@ def test_hinge_uses_a_constant_curvature_and_logloss_weight_adds_the_log_loss():
     np.testing.assert_allclose(mixed.hess, np.maximum(plain.hess + 0.5 * p * (1 - p), 1e-6), rtol=1e-12)
     logloss = np.sum(np.logaddexp(0, -(2 * labels - 1) * scores))
     assert mixed.loss == pytest.approx(plain.loss + 0.5 * logloss, rel=1e-12)
+
+
+def test_logistic_curvature_is_the_second_derivative_without_cancellation():
+    # l''(z) = e^{-|z|} / (1 + e^{-|z|})^2 in float64, out to |z| = 700 (e^-700 is still a normal float);
+    # the input is left as it is.
+    z = torch.linspace(-700.0, 700.0, 20001, dtype=torch.float64)
+    kept = z.clone()
+    e = np.exp(-np.abs(z.numpy()))
+    np.testing.assert_allclose(SURROGATE_CURVATURES["logistic"](z).numpy(), e / (1 + e) ** 2, rtol=1e-14, atol=0)
+    assert torch.equal(z, kept)
 
 
 # -- refused inputs -----------------------------------------------------------------------------------

@@ -25,7 +25,11 @@ the count ``c`` of keys below ``L``, with ``c < k <= c + #{L <= u <= H}``; start
 2. **SUM** of the bins' counts (int64, one per bin): the bin ``j`` holding rank ``k`` is known;
 3. **MAX** of ``(~min u, max u)`` over the keys in bin ``j`` (uint64, 2): the interval snaps to the
    data, ``[L, H] <- [min, max]``, ``c <- c + (counts before j)``. If ``L = H`` the value is
-   isolated, ties included: ``s_(k) = u^{-1}(L)``, exactly.
+   isolated, ties included: ``s_(k) = u^{-1}(L)``, exactly. When bin ``j`` holds few keys
+   (``W`` times its count at most ``SELECTION_GATHER``), the MAX gathers them instead: each worker
+   writes its keys of the bin into its own slot of zeros (every key is above 0), and the rank's
+   key is read off their sorted concatenation, which ends the rank's selection in that round
+   (docs/distributed.md gives how often, at 10^6 rows).
 
 Every decision uses reduced (identical) numbers only, so every worker makes the same calls in the
 same order, an empty one included, as a collective requires.
@@ -40,10 +44,13 @@ import numpy as np
 
 __all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
            "span_entries", "span_of", "rank_bin", "refine_ranks", "select_ranks", "gather_window",
-           "in_lightgbm_network", "SELECTION_BINS"]
+           "in_lightgbm_network", "SELECTION_BINS", "SELECTION_GATHER"]
 
 #: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
 SELECTION_BINS = 1024
+#: :func:`select_ranks` gathers the keys of the bin holding a rank when they fill at most this many
+#: entries (``W`` slots of the bin's global count; 32 KiB of uint64), which ends that rank's selection.
+SELECTION_GATHER = 4096
 
 _SIGN = np.uint64(1 << 63)
 _TOP = (1 << 64) - 1
@@ -181,28 +188,45 @@ def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round) -> list[int
 
 
 def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, int],
-                 bins: int = SELECTION_BINS) -> list[int]:
+                 bins: int = SELECTION_BINS, gather: int = SELECTION_GATHER) -> list[int]:
     """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
 
     ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)`` (:func:`span_of`
     of the MAX of every worker's :func:`span_entries`); each rank lies in ``1..N``. Per round one SUM
-    (int64, at most ``bins`` per unfinished rank) and one MAX (uint64, 2 per unfinished rank).
+    (int64, at most ``bins`` per unfinished rank) and one MAX (uint64): 2 entries per unfinished rank
+    (the bin's extremes), or, when the bin holds ``c`` keys over every worker and ``W c <= gather``,
+    ``W c`` entries in which each worker writes its keys of the bin at ``rank * c`` (zeros elsewhere;
+    every key is above 0, so the MAX is the concatenation): the rank's key is then read off the
+    sorted keys of the bin, and the rank is done in that round.
     """
     def one_round(edges, belows, targets):
         total = comm.allreduce(np.concatenate([_bin_counts(keys, e) for e in edges]), "sum")
-        extremes = np.zeros(2 * len(edges), dtype=np.uint64)
-        unders = []
-        for slot, (e, below, rank) in enumerate(zip(edges, belows, targets)):
+        sections, chosen = [], []
+        for e, below, rank in zip(edges, belows, targets):
             counts, total = total[:len(e) - 1], total[len(e) - 1:]
             j, under = rank_bin(counts, below, rank)
-            unders.append(under)
             start = int(np.searchsorted(keys, np.uint64(e[j]), side="left"))
             stop = int(np.searchsorted(keys, np.uint64(e[j + 1] - 1), side="right"))
-            if stop > start:
-                extremes[2 * slot:2 * slot + 2] = (~keys[start], keys[stop - 1])
-        extremes = comm.allreduce(extremes, "max")
-        return [(_TOP - int(extremes[2 * slot]), int(extremes[2 * slot + 1]), under)
-                for slot, under in enumerate(unders)]
+            count = int(counts[j])
+            if comm.world_size * count <= gather:  # the bin's keys, each worker in its own slot
+                section = np.zeros(comm.world_size * count, dtype=np.uint64)
+                section[comm.rank * count:comm.rank * count + stop - start] = keys[start:stop]
+            else:
+                section = np.zeros(2, dtype=np.uint64)
+                if stop > start:
+                    section[:] = (~keys[start], keys[stop - 1])
+            sections.append(section)
+            chosen.append((count, under, rank, comm.world_size * count <= gather))
+        reduced = np.split(comm.allreduce(np.concatenate(sections), "max"),
+                           np.cumsum([section.size for section in sections])[:-1])
+        updated = []
+        for (count, under, rank, gathered), section in zip(chosen, reduced):
+            if gathered:  # the padding zeros sort first; the bin's keys are the last `count`
+                key = int(np.sort(section)[section.size - count + rank - under - 1])
+                updated.append((key, key, under))
+            else:
+                updated.append((_TOP - int(section[0]), int(section[1]), under))
+        return updated
 
     return refine_ranks(ranks, span, bins, one_round)
 

@@ -38,8 +38,8 @@ from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
 from ..losses import SURROGATES
 from ._collective import (Communicator, float_keys, gather_window, key_values, select_ranks, span_entries,
                           span_of)
-from .gradient import (EMPTY_SUBSET_MESSAGE, GradientHessian, _check_scores_labels, logloss_terms,
-                       row_curvature)
+from .gradient import (EMPTY_SUBSET_MESSAGE, SURROGATE_CURVATURES, GradientHessian, _check_scores_labels,
+                       logloss_terms)
 
 __all__ = ["DISTRIBUTED_ESTIMATORS", "check_distributed_settings", "distributed_gradient_hessian"]
 
@@ -157,38 +157,53 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
     if not sizes.any():
         raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name))
     theta, kernel = _threshold(comm, values, keys, sizes, span, 1.0 - float(target), quantile, bandwidth)
-    weight = np.zeros(scores.size)
     holders = np.zeros(comm.world_size)
-    if kernel is None:
-        holders[comm.rank] = bool((scores[in_subset] == theta).any())
+    rows, weight = np.zeros(0, dtype=np.int64), np.zeros(0)
+    if kernel is None:  # values are A's scores, sorted
+        at = int(np.searchsorted(values, theta))
+        holders[comm.rank] = at < values.size and values[at] == theta
     else:
-        weight[in_subset] = _row_weights(scores[in_subset], *kernel)
-    return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, weight, holders,
-                             in_subset, surrogate, logloss_weight, min_hessian)
+        rows = np.flatnonzero(in_subset)
+        weight = _row_weights(scores[rows], *kernel)
+        rows, weight = rows[weight != 0], weight[weight != 0]
+    return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, (rows, weight),
+                             holders, in_subset, surrogate, logloss_weight, min_hessian)
 
 
-def _gradient_hessian(comm, scores, positive, negatives, theta, weight, holders, in_subset, surrogate,
+def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, holders, in_subset, surrogate,
                       logloss_weight, min_hessian):
-    """The rows' gradient and Hessian, after one SUM of ``3 + W`` float64: ``G``, ``T``, the loss, the holders."""
-    F = torch.as_tensor(scores).clone().requires_grad_(True)
-    threshold = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+    """The rows' gradient and Hessian, after one SUM of ``3 + W`` float64: ``G``, ``T``, the loss, the holders.
+
+    Autograd differentiates the surrogate in ``z = ±(F - theta)`` alone: ``dL/dF_i = ±dL/dz_i`` and
+    ``dL/dtheta = ∓sum_i dL/dz_i``. The threshold's terms ``G w_j`` and ``T w_j`` are added on the
+    rows ``row_weights = (rows, w)`` whose weight is not 0 only (the point rule's one row is found
+    here); ``T`` and ``w`` are never negative, so ``|T w_j| = T w_j``.
+    """
     positive = torch.from_numpy(positive)
     penalized = ~positive if negatives else positive
-    per_row = SURROGATES[surrogate](F + threshold.neg() if negatives else threshold - F)
-    loss = torch.dot(per_row, penalized.to(torch.float64))
-    own, slope = torch.autograd.grad(loss, (F, threshold))
-    curvature = row_curvature(F, threshold.detach(), penalized, negatives, surrogate)
-    log_terms = logloss_terms(F, positive, logloss_weight) if logloss_weight else (0.0, 0.0, 0.0)
-    local = np.concatenate([[float(slope), float(curvature.sum()), float(loss.detach()) + log_terms[2]], holders])
+    z = torch.from_numpy(scores - theta if negatives else theta - scores).requires_grad_(True)
+    counted = penalized.to(torch.float64)
+    loss = torch.dot(SURROGATES[surrogate](z), counted)
+    per_row, = torch.autograd.grad(loss, z)
+    z = z.detach()
+    own = per_row if negatives else per_row.neg_()  # dL/dF
+    slope = -float(own.sum())  # dL/dtheta: z moves against F in both forms
+    # theta is finite here, so row_curvature's NaN guard has nothing to do.
+    curvature = SURROGATE_CURVATURES[surrogate](z).mul_(counted)
+    log_terms = logloss_terms(torch.from_numpy(scores), positive, logloss_weight) if logloss_weight else None
+    log_loss = log_terms[2] if logloss_weight else 0.0
+    local = np.concatenate([[slope, float(curvature.sum()), float(loss.detach()) + log_loss], holders])
     total = comm.allreduce(local, "sum")
+    rows, weight = row_weights
     if total[3:].any():  # the point rule: one-hot on the first row of A holding theta, on the first worker holding it
         first = int(np.flatnonzero(total[3:])[0])
         if first == comm.rank:
-            weight[np.flatnonzero(in_subset & (scores == theta))[0]] = 1.0
-    weight = torch.from_numpy(weight)
-    grad = own + total[0] * weight
-    hess = curvature + (total[1] * weight).abs()
+            rows, weight = np.flatnonzero(in_subset & (scores == theta))[:1], np.ones(1)
+    grad, hess = own.numpy(), curvature.numpy()
     if logloss_weight:
-        grad, hess = grad + log_terms[0], hess + log_terms[1]
-    hess = hess.clamp(min=min_hessian)
-    return GradientHessian(float(total[2]), grad.numpy(), hess.numpy(), np.asarray(theta))
+        grad += log_terms[0].numpy()
+        hess += log_terms[1].numpy()
+    grad[rows] += total[0] * weight
+    hess[rows] += total[1] * weight
+    np.maximum(hess, min_hessian, out=hess)
+    return GradientHessian(float(total[2]), grad, hess, np.asarray(theta))
