@@ -17,9 +17,9 @@ processes=...)`` (worker processes by default, ``--threads`` for threads of this
   estimator's ``bandwidth_``),
   each ``--rounds`` rounds from scratch under ``xgboost.dask.train`` on the same ``DaskDMatrix``;
   a callback on rank 0 times each round inside the training loop, mean ± s.e. over the rounds
-  after the first, and the median of all rounds. The first round also builds XGBoost's histogram
-  cuts of the ``DaskDMatrix`` (about 1.5 s at 10^6 rows, for both objectives), so it is given
-  apart; until 2026-11-27 the table's mean included it. Every round's seconds are kept in the CSV;
+  after the first, and the median of all rounds. The first round takes about 1.5 s at 10^6 rows for
+  either objective, some 30 times a later one (XGBoost's one-time work; not broken down), so it is
+  given apart; until 2026-11-27 the table's mean included it. Every round's seconds are kept in the CSV;
 - **reductions per round**: counted, not taken from the docs' formula. Every worker's
   ``XGBoostCommunicator.allreduce`` (``boosting/_collective.py``, the only door of the objective to
   XGBoost's collective) is wrapped (``client.run``) to record its payload; the table gives rank 0's
@@ -157,7 +157,8 @@ def logloss_objective(margins, dtrain):
 
 # -- one cluster ------------------------------------------------------------------------------------
 def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool) -> dict:
-    """Seconds per round of both objectives, and the quantile objective's reductions per round (rank 0)."""
+    """Seconds per round of ``binary:logistic``, of :func:`logloss_objective` and of the quantile objective, and
+    the quantile objective's reductions per round (rank 0)."""
     from xgboost import dask as dxgb
 
     dtrain = dxgb.DaskDMatrix(client, X, y)
@@ -243,8 +244,8 @@ def summary(frame: pd.DataFrame) -> str:
     first = frame.iloc[0]
     lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds, "
                  f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}; "
-                 "seconds per round are rank 0's, mean ± s.e. over the rounds after the first (which builds "
-                 "XGBoost's histogram cuts, and is given apart), and the median of all.")
+                 "seconds per round are rank 0's, mean ± s.e. over the rounds after the first (XGBoost's "
+                 "one-time work makes it slow: given apart), and the median of all.")
     return "\n".join(lines)
 
 

@@ -195,7 +195,7 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
     of the MAX of every worker's :func:`span_entries`); each rank lies in ``1..N``. Per round one SUM
     (int64, at most ``bins`` per unfinished rank) and one MAX (uint64): 2 entries per unfinished rank
     (the bin's extremes), or, when the bin holds ``c`` keys over every worker and ``W c <= gather``,
-    ``W c`` entries in which each worker writes its keys of the bin at ``rank * c`` (zeros elsewhere;
+    ``W c`` entries in which worker ``r`` writes its keys of the bin from ``r c`` on (zeros elsewhere;
     every key is above 0, so the MAX is the concatenation): the rank's key is then read off the
     sorted keys of the bin, and the rank is done in that round.
     """
