@@ -208,7 +208,8 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
             start = int(np.searchsorted(keys, np.uint64(e[j]), side="left"))
             stop = int(np.searchsorted(keys, np.uint64(e[j + 1] - 1), side="right"))
             count = int(counts[j])
-            if comm.world_size * count <= gather:  # the bin's keys, each worker in its own slot
+            gathered = comm.world_size * count <= gather
+            if gathered:  # the bin's keys, each worker in its own slot
                 section = np.zeros(comm.world_size * count, dtype=np.uint64)
                 section[comm.rank * count:comm.rank * count + stop - start] = keys[start:stop]
             else:
@@ -216,7 +217,7 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
                 if stop > start:
                     section[:] = (~keys[start], keys[stop - 1])
             sections.append(section)
-            chosen.append((count, under, rank, comm.world_size * count <= gather))
+            chosen.append((count, under, rank, gathered))
         reduced = np.split(comm.allreduce(np.concatenate(sections), "max"),
                            np.cumsum([section.size for section in sections])[:-1])
         updated = []

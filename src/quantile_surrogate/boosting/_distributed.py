@@ -151,7 +151,8 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
     scores, labels, error = _local_rows(scores, labels, sample_weight)
     positive = labels == 1
     in_subset = spec.subset_mask(positive)
-    values = np.sort(scores[in_subset])
+    subset_scores = scores[in_subset]
+    values = np.sort(subset_scores)
     keys = float_keys(values)  # ascending, as the values are
     sizes, span = _sizes_and_span(comm, keys, error)
     if not sizes.any():
@@ -163,9 +164,9 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
         at = int(np.searchsorted(values, theta))
         holders[comm.rank] = at < values.size and values[at] == theta
     else:
-        rows = np.flatnonzero(in_subset)
-        weight = _row_weights(scores[rows], *kernel)
-        rows, weight = rows[weight != 0], weight[weight != 0]
+        weight = _row_weights(subset_scores, *kernel)
+        kept = weight != 0
+        rows, weight = np.flatnonzero(in_subset)[kept], weight[kept]
     return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, (rows, weight),
                              holders, in_subset, surrogate, logloss_weight, min_hessian)
 
