@@ -40,6 +40,11 @@ Runs (the CPU of this machine is shared; the 10^6 run takes long):
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/dask_boosting.py --rows 1000000 --workers 2,4 \\
         --out results/dask/dask_boosting_1e6_w2_w4.csv
 
+``--weights`` gives every negative row the weight 10 (the rows of a set whose negatives were
+kept one in ten, with their inverse sampling rate): every fit and every timed run then trains with
+them (the DMatrix's ``weight=``, ``fit(sample_weight=...)``, and :func:`logloss_objective` multiplies
+by them), the test part is unweighted.
+
 ``--quick`` (10^4 rows, 2 workers as threads, 5 rounds, 4 partitions: seconds) is what
 tests/cross/test_dask_benchmark.py runs. ``--out`` is never overwritten.
 """
@@ -66,6 +71,8 @@ FEATURES, INFORMATIVE = 20, 8
 OBJECTIVE, TARGET = "precision_at_recall", 0.9
 WORKERS = ("1", "2", "3", "4", "6", "8")
 QUICK = dict(rows=10_000, workers=[2], rounds=5, partitions=4, processes=False)
+NEGATIVE_WEIGHT = 10.0
+"""``--weights``: the weight of a negative row (positives weigh 1)."""
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -150,19 +157,28 @@ def _round_seconds(booster) -> np.ndarray:
 
 
 def logloss_objective(margins, dtrain):
-    """``binary:logistic``'s gradient and Hessian in NumPy, passed as ``obj=``: what any custom objective costs."""
+    """``binary:logistic``'s gradient and Hessian in NumPy, passed as ``obj=``: what any custom objective costs
+    (times the DMatrix's row weights, if it has any)."""
     probability = 1.0 / (1.0 + np.exp(-margins))
-    return probability - dtrain.get_label(), probability * (1.0 - probability)
+    grad, hess = probability - dtrain.get_label(), probability * (1.0 - probability)
+    weight = dtrain.get_weight()
+    return (grad * weight, hess * weight) if weight.size else (grad, hess)
+
+
+def row_weights(y):
+    """``--weights``: 10 on the negatives, 1 on the positives (a NumPy or Dask array of labels)."""
+    return (y == 0) * (NEGATIVE_WEIGHT - 1.0) + 1.0
 
 
 # -- one cluster ------------------------------------------------------------------------------------
-def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool) -> dict:
+def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool, weight=None) -> dict:
     """Seconds per round of ``binary:logistic``, of :func:`logloss_objective` and of the quantile objective, and
     the quantile objective's reductions per round (rank 0)."""
     from xgboost import dask as dxgb
 
-    dtrain = dxgb.DaskDMatrix(client, X, y)
-    params = {"nthread": 1, "verbosity": 0, "tree_method": "hist", "base_score": float(y.mean().compute())}
+    dtrain = dxgb.DaskDMatrix(client, X, y, weight=weight)
+    mean = y.mean() if weight is None else (y * weight).sum() / weight.sum()
+    params = {"nthread": 1, "verbosity": 0, "tree_method": "hist", "base_score": float(mean.compute())}
     logloss = dxgb.train(client, {**params, "objective": "binary:logistic"}, dtrain, num_boost_round=rounds,
                          callbacks=[_round_timer()], verbose_eval=False)["booster"]
     custom = dxgb.train(client, {**params, "disable_default_eval_metric": 1}, dtrain, num_boost_round=rounds,
@@ -185,10 +201,11 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=args.processes,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         X, y = client.persist(list(dask_data(args.rows, args.partitions, seed=args.seed)))
+        weight = client.persist(row_weights(y)) if args.weights else None
         start = time.perf_counter()
-        model = DaskQuantileBoostingClassifier(client=client, **settings).fit(X, y)
+        model = DaskQuantileBoostingClassifier(client=client, **settings).fit(X, y, sample_weight=weight)
         fit_s = time.perf_counter() - start
-        rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes)
+        rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes, weight)
         decision = model.decision_function(dask_data(len(y_test), 2, first=args.partitions, seed=args.seed)[0])
         precision = objective_metric(y_test, decision.compute(), objective=OBJECTIVE, target=TARGET)
     return dict(workers=workers, logloss_s_per_round=rounds["logloss_s"].mean(),
@@ -211,7 +228,8 @@ def run(args) -> pd.DataFrame:
     test = local_data(args.rows // 4, 2, first=args.partitions, seed=args.seed)
     X, y = local_data(args.rows, args.partitions, seed=args.seed)
     start = time.perf_counter()
-    single = QuantileBoostingClassifier(backend="xgboost", validation_splits=1, **settings).fit(X, y)
+    single = QuantileBoostingClassifier(backend="xgboost", validation_splits=1, **settings).fit(
+        X, y, sample_weight=row_weights(y) if args.weights else None)
     single_row = dict(single_fit_s=time.perf_counter() - start, single_rounds_kept=single.best_iteration_,
                       single_precision=objective_metric(test[1], single.decision_function(test[0]),
                                                         objective=OBJECTIVE, target=TARGET))
@@ -220,7 +238,7 @@ def run(args) -> pd.DataFrame:
     for workers in args.workers:
         row = run_cluster(workers, args, settings, test)
         rows.append(dict(rows=args.rows, partitions=args.partitions, processes=args.processes, rounds=args.rounds,
-                         quantile=args.quantile, **row, **single_row))
+                         quantile=args.quantile, weights=args.weights, **row, **single_row))
     return pd.DataFrame(rows)
 
 
@@ -243,7 +261,8 @@ def summary(frame: pd.DataFrame) -> str:
                      f"{row.single_rounds_kept} |")
     first = frame.iloc[0]
     lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds, "
-                 f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}; "
+                 f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}"
+                 f"{f', negatives weigh {NEGATIVE_WEIGHT:g} (--weights)' if first.get('weights', False) else ''}; "
                  "seconds per round are rank 0's, mean ± s.e. over the rounds after the first (XGBoost's "
                  "one-time work makes it slow: given apart), and the median of all.")
     return "\n".join(lines)
@@ -259,6 +278,8 @@ def parse(argv=None):
     parser.add_argument("--quantile", default="kernel", choices=DISTRIBUTED_ESTIMATORS)
     parser.add_argument("--threads", dest="processes", action="store_false", help="workers as threads of this process")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weights", action="store_true",
+                        help=f"negative rows weigh {NEGATIVE_WEIGHT:g} in every fit (the test part is unweighted)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV (and a .md summary beside it); never overwritten")
     args = parser.parse_args(argv)

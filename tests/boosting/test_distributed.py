@@ -13,17 +13,17 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from quantile_surrogate._utils.errors import TrainingDivergedError
 from quantile_surrogate.boosting import adapters, objective_gradient_hessian, xgboost_objective
 from quantile_surrogate.boosting._collective import (SELECTION_GATHER, float_keys, in_lightgbm_network, key_values,
-                                                     select_ranks, span_entries, span_of, xgboost_communicator)
+                                                     select_masses, select_ranks, span_entries, span_of,
+                                                     xgboost_communicator)
 from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
-                                                      DISTRIBUTED_WEIGHTS_MESSAGE, PEER_FAILED_MESSAGE,
-                                                      distributed_gradient_hessian)
-from quantile_surrogate.boosting.gradient import EMPTY_SUBSET_MESSAGE
+                                                      PEER_FAILED_MESSAGE, distributed_gradient_hessian)
+from quantile_surrogate.boosting.gradient import EMPTY_SUBSET_MESSAGE, ZERO_WEIGHT_SUFFIX
 from tests._messages import prefix
 
 from ._fake_collective import run_workers
@@ -110,13 +110,120 @@ def test_all_tied_scores_put_the_point_gradient_on_the_first_row():
     _assert_rows_equal(results, objective_gradient_hessian(scores, labels, **settings), True)
 
 
+# -- row weights (frequency weights, the DMatrix's weight=) ---------------------------------------------------------
+def _weights(kind, n, cuts, seed=5):
+    """Row weights: integers with zeros, floats with zeros, or 1 on the first two workers and 1-2 on the third."""
+    rng = np.random.default_rng(seed)
+    if kind == "integers":
+        return rng.integers(0, 4, size=n).astype(np.float64)
+    if kind == "floats":
+        return np.where(rng.random(n) < 0.1, 0.0, rng.exponential(size=n))
+    return np.concatenate([np.ones(cuts[2]), rng.integers(1, 3, size=n - cuts[2]).astype(np.float64)])
+
+
+def _weighted(scores, labels, weights, cuts, **settings):
+    parts = [(scores[a:b], labels[a:b], weights[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    return run_workers(lambda comm, part: distributed_gradient_hessian(comm, part[0], part[1], sample_weight=part[2],
+                                                                       **settings), parts)
+
+
+@pytest.mark.parametrize("layout", ["even", "empty_worker", "subset_on_one_worker", "ties"])
+@pytest.mark.parametrize("kind", ["integers", "floats", "ones_on_two_workers"])
+@pytest.mark.parametrize("quantile", ESTIMATORS)
+def test_weighted_rows_equal_the_single_machine_weighted_objective(layout, kind, quantile):
+    # The weighted threshold (cumulative weights for ranks, rows of weight 0 absent) and v_i on every row's terms;
+    # a worker whose weights are all 1 takes the weighted path with the others. One objective per case, in turn.
+    scores, labels, cuts = _layout(layout, 300)
+    objective, target, form = OBJECTIVES[(len(layout) + len(kind) + len(quantile)) % len(OBJECTIVES)]
+    settings = dict(objective=objective, target=target, form=form, quantile=quantile, bandwidth=0.05)
+    weights = _weights(kind, 300, cuts)
+    results, group = _weighted(scores, labels, weights, cuts, **settings)
+    reference = objective_gradient_hessian(scores, labels, sample_weight=weights, **settings)
+    _assert_rows_equal(results, reference, quantile == "point")
+    assert group.logs[0] == group.logs[1] == group.logs[2]
+    unweighted = objective_gradient_hessian(scores, labels, **settings)  # the weights matter here: the check has teeth
+    assert np.abs(np.concatenate([r.grad for r in results]) - unweighted.grad).max() > 1e-3
+
+
+@pytest.mark.parametrize("quantile", ESTIMATORS)
+def test_weighted_large_data_with_the_log_loss_and_the_hinge(quantile):
+    # >= 1024 rows of A: the single machine's weighted kernel takes its window path.
+    scores, labels, cuts = _layout("even", 6000, seed=1)
+    settings = dict(objective="precision_at_rate", target=0.05, quantile=quantile, surrogate="hinge",
+                    logloss_weight=0.3, bandwidth=0.02)
+    weights = _weights("floats", 6000, cuts)
+    results, _ = _weighted(scores, labels, weights, cuts, **settings)
+    _assert_rows_equal(results, objective_gradient_hessian(scores, labels, sample_weight=weights, **settings),
+                       quantile == "point")
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), quantile=st.sampled_from(ESTIMATORS), objective=st.sampled_from(OBJECTIVES))
+def test_weighted_threshold_and_rows_under_any_weights_ties_and_split(data, quantile, objective):
+    # Scores on a coarse grid (ties across workers), integer or float weights with zeros, any cut into 3 workers.
+    n = data.draw(st.integers(8, 60))
+    scores = np.array(data.draw(st.lists(st.integers(-4, 4), min_size=n, max_size=n)), dtype=np.float64) / 2
+    labels = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+    floats = data.draw(st.booleans())
+    weights = np.array(data.draw(st.lists(st.floats(0.1, 5.0) if floats else st.integers(0, 3).map(float),
+                                          min_size=n, max_size=n)))
+    objective, target, form = objective
+    in_subset = labels == 1 if objective == "precision_at_recall" else labels == 0 if objective == "recall_at_fpr" \
+        else np.ones(n, dtype=bool)
+    assume(weights[in_subset].sum() > 0 and weights.sum() > 0)
+    cuts = [0, *sorted(data.draw(st.lists(st.integers(0, n), min_size=2, max_size=2))), n]
+    settings = dict(objective=objective, target=target, form=form, quantile=quantile, bandwidth=0.2)
+    results, group = _weighted(scores, labels, weights, cuts, **settings)
+    _assert_rows_equal(results, objective_gradient_hessian(scores, labels, sample_weight=weights, **settings),
+                       quantile == "point")
+    assert group.logs[0] == group.logs[1] == group.logs[2]
+
+
+def test_weights_of_zero_on_every_row_of_the_subset_raise_on_every_worker():
+    scores, labels, cuts = _layout("even", 30)
+    weights = np.where(labels == 1, 0.0, 1.0)
+    parts = [(scores[a:b], labels[a:b], weights[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    _, errors, _ = run_workers(lambda comm, part: distributed_gradient_hessian(comm, part[0], part[1],
+                                                                               sample_weight=part[2]), parts, collect=True)
+    message = EMPTY_SUBSET_MESSAGE.format(subset="positives", objective="precision_at_recall") + ZERO_WEIGHT_SUFFIX
+    assert [str(e) for e in errors] == [message] * 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_select_masses_is_the_first_value_whose_cumulative_weight_reaches_the_mass(data):
+    pool = data.draw(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=12))
+    values = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=60)))
+    weights = np.array(data.draw(st.lists(st.integers(1, 5), min_size=values.size, max_size=values.size)), float)
+    cut = data.draw(st.integers(0, values.size))
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])  # integers: exact in any order
+    masses = sorted(set(data.draw(st.lists(st.integers(1, int(cumulative[-1])), min_size=1, max_size=3))))
+    parts = []
+    for rows in (np.arange(cut), np.arange(cut, values.size)):
+        local = rows[np.argsort(values[rows], kind="stable")]
+        parts.append((values[local], weights[local]))
+
+    def worker(comm, part):
+        keys = float_keys(part[0])
+        span = span_of(comm.allreduce(span_entries(keys), "max"))
+        prefix = np.concatenate([[0.0], np.cumsum(part[1])])
+        return key_values(select_masses(comm, keys, prefix, [float(m) for m in masses], span, bins=8))
+
+    results, _ = run_workers(worker, parts)
+    expected = (values[order] + 0.0)[np.searchsorted(cumulative, masses, side="left")]
+    for result in results:
+        np.testing.assert_array_equal(result, expected)
+
+
 def test_reductions_per_round():
     # Point: 1 (the flag, counts and span in one MAX) + 2 per selection round + 1 (the sums); kernel: 2 more
     # to gather the window. The bin that holds the rank has few keys here, so one selection round gathers them.
     scores, labels, cuts = _layout("even", 3000)
     _, group = _distributed(scores, labels, cuts, quantile="point")
     assert [op for op, _, _ in group.logs[0]] == ["max", "sum", "max", "sum"]
-    assert group.logs[0][0][2] == 3 + 3 and group.logs[0][-1][2] == 3 + 3  # flag, W counts, span; G, T, loss + W
+    # Two flags, W counts, W weights, the span; G, T, loss + W holders.
+    assert group.logs[0][0][2] == 2 * 3 + 4 and group.logs[0][-1][2] == 3 + 3
     assert group.logs[0][2][2] % 3 == 0  # the bin's keys: W slots of its count
     _, group = _distributed(scores, labels, cuts, quantile="kernel", bandwidth=0.01)
     sizes = [size for _, _, size in group.logs[0]]
@@ -189,12 +296,12 @@ def _worker_errors(parts, **settings):
 def test_a_failure_on_one_worker_stops_every_worker():
     scores, labels, cuts = _layout("even", 30)
     parts = _split(scores, labels, cuts)
-    weighted = [(*part, np.full(len(part[0]), 2.0 if rank == 1 else 1.0)) for rank, part in enumerate(parts)]
+    weighted = [(*part, np.full(len(part[0]), -1.0 if rank == 1 else 1.0)) for rank, part in enumerate(parts)]
     errors = _worker_errors([(s, y) for s, y, _ in weighted], sample_weight=None)
     assert errors == [None, None, None]
     errors = run_workers(lambda comm, part: distributed_gradient_hessian(comm, part[0], part[1], sample_weight=part[2]),
                          weighted, collect=True)[1]
-    assert isinstance(errors[1], ValueError) and str(errors[1]) == DISTRIBUTED_WEIGHTS_MESSAGE
+    assert isinstance(errors[1], ValueError) and "sample_weight" in str(errors[1])  # a negative weight
     assert [str(errors[r]) for r in (0, 2)] == [PEER_FAILED_MESSAGE] * 2
     parts[2] = (np.append(parts[2][0][:-1], np.nan), parts[2][1])
     errors = _worker_errors(parts)

@@ -77,8 +77,9 @@ def test_fit_trains_one_group_blind_threshold_and_reports_each_constraint(constr
     for text, entry in zip(saved.constraints, report["constraints"]):
         line = next(line for line in err.splitlines() if line.startswith(f"  {text}: train "))
         assert f"train {entry['train']:.4f}, held out {entry['held_out']:.4f}" in line
-        verdict = "met" if entry["met"] else "NOT MET (within one standard error held out)" if entry["feasible"] \
-            else "NOT MET"
+        within = (f"NOT MET held out, but within one standard error ({entry['held_out_se']:.4f}) of the bound, which "
+                  "the fit counts as met")
+        verdict = "met" if entry["met"] else within if entry["feasible"] else "NOT MET"
         assert line.endswith(", " + verdict)
     assert f"  chosen: {report['chosen']}" in err.splitlines()
     # predict needs no group column: one threshold for every row
@@ -88,6 +89,20 @@ def test_fit_trains_one_group_blind_threshold_and_reports_each_constraint(constr
     code, out, err = run(["predict", model, tmp_path / "no_g.csv"], capsys)
     assert code == 0, err
     np.testing.assert_array_equal(pd.read_csv(io.StringIO(out)).score, scores_of(saved, frame, train))
+
+
+def test_a_constraint_kept_within_its_noise_says_so_with_the_standard_error():
+    report = {"checked_on": "held_out", "chosen": "epoch 3", "constraints": [
+        dict(train=0.02, held_out=0.134, held_out_se=0.091, met=False, feasible=True),
+        dict(train=[0.81, 0.8], held_out=[0.7, 0.82], held_out_se=[0.12, 0.05], met=False, feasible=True),
+        dict(train=0.2, held_out=0.3, held_out_se=0.01, met=False, feasible=False),
+        dict(train=0.02, held_out=0.03, held_out_se=0.01, met=True, feasible=True)]}
+    lines = _constraints.fit_report_lines(report, ["recall gap <= 0.05 by g", "recall >= 0.8 in each group by g",
+                                                   "fpr <= 5%", "fpr <= 10%"], ["a", "b"])
+    assert lines[1].endswith(", NOT MET held out, but within one standard error (0.0910) of the bound, which the "
+                             "fit counts as met")
+    assert "within one standard error (a 0.1200, b 0.0500) of the bound" in lines[2]
+    assert lines[3].endswith("held out 0.3000, NOT MET") and lines[4].endswith(", met")
 
 
 def cells(out, text):

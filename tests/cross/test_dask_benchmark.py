@@ -1,5 +1,7 @@
 """``benchmarks/dask_boosting.py`` in quick mode: partitions drawn on their own, counted reductions, named models."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -50,14 +52,40 @@ def test_the_custom_log_loss_is_binary_logistics_gradient_and_hessian(quick):
     bench = quick[0]
     margins, labels = np.array([-30.0, -1.0, 0.0, 2.5]), np.array([0.0, 1.0, 1.0, 0.0])
 
-    class Labels:
+    class Labels:  # what the objective reads of a DMatrix: no weights is an empty array, as XGBoost gives
+        def __init__(self, weight=()):
+            self.weight = np.asarray(weight, dtype=np.float32)
+
         def get_label(self):
             return labels
+
+        def get_weight(self):
+            return self.weight
 
     grad, hess = bench.logloss_objective(margins, Labels())
     p = np.exp(-np.logaddexp(0, -margins))
     np.testing.assert_allclose(grad, p - labels, rtol=1e-12)
     np.testing.assert_allclose(hess, p * (1 - p), rtol=1e-12)
+    weight = bench.row_weights(labels)
+    np.testing.assert_array_equal(weight, [10.0, 1.0, 1.0, 10.0])
+    weighted = bench.logloss_objective(margins, Labels(weight))
+    np.testing.assert_allclose(weighted[0], weight * (p - labels), rtol=1e-12)
+    np.testing.assert_allclose(weighted[1], weight * p * (1 - p), rtol=1e-12)
+
+
+def test_weights_reach_the_single_machine_model(tmp_path):
+    bench = load("dask_boosting")
+    rows = bench.main(["--quick", "--weights", "--out", str(tmp_path / "weighted.csv")])
+    X, y = bench.local_data(10_000, 4)
+    X_test, y_test = bench.local_data(2500, 2, first=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 5 trees: tied scores at the threshold
+        single = QuantileBoostingClassifier(backend="xgboost", validation_splits=1, objective="precision_at_recall",
+                                            target=0.9, n_estimators=5, n_quantile_estimators=5, random_state=0,
+                                            backend_params={"nthread": 1}).fit(X, y, sample_weight=bench.row_weights(y))
+    expected = objective_metric(y_test, single.decision_function(X_test), objective="precision_at_recall", target=0.9)
+    assert rows.single_precision[0] == pytest.approx(expected, abs=1e-12) and bool(rows.weights[0])
+    assert "negatives weigh 10" in (tmp_path / "weighted.md").read_text()
 
 
 def test_the_single_machine_column_is_the_model_it_names(quick):

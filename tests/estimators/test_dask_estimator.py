@@ -141,6 +141,86 @@ def test_dask_threshold_equals_constraint_threshold(client, objective, target):
     assert [str(w.message) for w in got_warnings] == [str(w.message) for w in expected_warnings]
 
 
+@pytest.mark.parametrize("objective,target", [("precision_at_recall", 0.73), ("precision_at_rate", 0.1),
+                                              ("recall_at_fpr", 0.05), ("precision_at_rate", 0.999)])
+@pytest.mark.parametrize("kind", ["integers", "floats"])
+def test_weighted_dask_threshold_equals_weighted_constraint_threshold(client, objective, target, kind):
+    # constraint_threshold's sample_weight: rows of weight 0 absent (here a partition's every row), the count a weight.
+    rng = np.random.default_rng(2)
+    scores = np.round(rng.normal(size=400), 1)
+    labels = (rng.random(400) < 0.3).astype(np.int64)
+    labels[:50] = 1
+    weights = rng.integers(0, 4, size=400).astype(np.float64) if kind == "integers" else rng.exponential(size=400)
+    weights[50:120] = 0.0
+    chunks = (50, 70, 0, 100, 180)
+    with warnings.catch_warnings(record=True) as expected_warnings:
+        warnings.simplefilter("always")
+        expected = constraint_threshold(scores, labels, objective=objective, target=target, sample_weight=weights)
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = dask_constraint_threshold(client, da.from_array(scores, chunks=chunks),
+                                        da.from_array(labels, chunks=chunks), objective=objective, target=target,
+                                        weights=da.from_array(weights, chunks=chunks))
+    assert got == expected
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in expected_warnings]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unweighted = constraint_threshold(scores, labels, objective=objective, target=target)
+    assert got != unweighted or target > 0.9  # the weights matter (at 0.999 every row of A is allowed either way)
+
+
+def test_row_weights_give_the_single_machine_weighted_model(client):
+    # 5 + 5 rounds without selection, weights 1 to 3: the start's intercept is the weighted label mean, the
+    # objective's threshold the weighted one, threshold_ the weighted constraint_threshold of the training scores.
+    X, y = _data(seed=4)
+    weights = np.random.default_rng(4).integers(1, 4, size=ROWS).astype(np.float64)
+    Xd, yd, wd = (da.from_array(a, chunks=(ROWS // 2,) + a.shape[1:]) for a in (X, y, weights))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DaskQuantileBoostingClassifier(client=client, early_stopping=False, **SETTINGS).fit(
+            Xd, yd, sample_weight=wd)
+        single = QuantileBoostingClassifier(backend="xgboost", early_stopping=False, **SETTINGS).fit(
+            X, y, sample_weight=weights)
+        unweighted = QuantileBoostingClassifier(backend="xgboost", early_stopping=False, **SETTINGS).fit(X, y)
+        expected = constraint_threshold(_margins(model.booster_, X), y, objective="precision_at_recall", target=0.8,
+                                        sample_weight=weights)
+    np.testing.assert_allclose(_margins(model.booster_, X), _margins(single.booster_, X), rtol=0, atol=1e-9)
+    assert np.abs(_margins(unweighted.booster_, X) - _margins(single.booster_, X)).max() > 1e-3
+    assert model.threshold_ == expected
+    assert model.score(Xd, yd, sample_weight=wd) == pytest.approx(single.score(X, y, sample_weight=weights),
+                                                                   abs=1e-12)
+
+
+def test_weights_of_one_are_the_unweighted_fit_with_selection(client):
+    # Every weighted step (held-out weights, intercept, objective, threshold) reduces to the unweighted one.
+    Xd, yd = _row_id_data()
+    ones = da.ones(ROWS, chunks=ROWS // 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = DaskQuantileBoostingClassifier(client=client, **SELECTED).fit(Xd, yd)
+        weighted = DaskQuantileBoostingClassifier(client=client, **SELECTED).fit(Xd, yd, sample_weight=ones)
+    # The held-out loss with weights of 1 is a weighted mean: equal to the last bits (the metric exactly).
+    np.testing.assert_array_equal(weighted.validation_curve_[:, 0], plain.validation_curve_[:, 0])
+    np.testing.assert_allclose(weighted.validation_curve_[:, 1], plain.validation_curve_[:, 1], rtol=1e-12)
+    assert weighted.threshold_ == plain.threshold_
+    assert weighted.booster_.save_raw("json") == plain.booster_.save_raw("json")
+
+
+@pytest.mark.parametrize("bad,error,message", [
+    (np.array([1.0, -2.0] * (ROWS // 2)), ValueError, "has 300 negative values (min -2)"),
+    (np.array([1.0, np.nan] * (ROWS // 2)), ValueError, "has 300 NaN or infinite values"),
+    (np.zeros(ROWS), ValueError, "sums to zero"),
+    (np.ones(ROWS - 1), ValueError, "`sample_weight` has shape (599,) and `X` 600 rows"),
+])
+def test_bad_weights_are_clear_errors(client, bad, error, message):
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
+    with pytest.raises(error, match=prefix("`sample_weight` " + message.split("`sample_weight` ")[-1])):
+        DaskQuantileBoostingClassifier(client=client, n_estimators=2).fit(Xd, yd, sample_weight=da.from_array(bad))
+    with pytest.raises(TypeError, match=prefix(_dask_paths.DASK_INPUT_MESSAGE, name="sample_weight")):
+        DaskQuantileBoostingClassifier(client=client, n_estimators=2).fit(Xd, yd, sample_weight=np.ones(ROWS))
+
+
 class Recorder:
     """The rows (by their id in column 0) of every training DaskDMatrix and of every held-out prediction."""
 
@@ -148,9 +228,9 @@ class Recorder:
         self.trained, self.scored = [], []
         matrix, held = _dask_paths.DaskBoosting.matrix, _dask_paths.DaskBoosting.held_out_margins
 
-        def record_matrix(path, X, y):
+        def record_matrix(path, X, y, weight=None):
             self.trained.append(set(X[:, 0].compute().tolist()))
-            return matrix(path, X, y)
+            return matrix(path, X, y, weight)
 
         def record_held(path, booster, X, first, last):
             self.scored.append(set(X[:, 0].compute().tolist()))

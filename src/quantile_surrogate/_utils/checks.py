@@ -442,12 +442,13 @@ WEIGHT_NEGATIVE_MESSAGE = "`{name}` has {count} negative values (min {low:g}); w
 WEIGHT_ZERO_MESSAGE = "`{name}` sums to zero: every row would be dropped; give some row a positive weight."
 
 
-def check_sample_weight(weight, n: int, name: str = "sample_weight") -> np.ndarray:
+def check_sample_weight(weight, n: int, name: str = "sample_weight", zero_total_ok: bool = False) -> np.ndarray:
     """Row weights as a float64 NumPy array of shape (n,): finite, >= 0, not all zero.
 
     Weights are frequency weights: an integer weight ``w`` counts a row ``w`` times. Accepts
     array-likes and tensors (CPU or not); raises ``TypeError`` for non-numeric input and
-    ``ValueError`` (naming ``name``) for a wrong length, NaN/inf, negatives or a zero total.
+    ``ValueError`` (naming ``name``) for a wrong length, NaN/inf, negatives or a zero total
+    (``zero_total_ok``: one worker's rows of many, whose total is checked over every worker).
     """
     if isinstance(weight, torch.Tensor):
         weight = weight.detach().cpu().numpy()
@@ -461,7 +462,7 @@ def check_sample_weight(weight, n: int, name: str = "sample_weight") -> np.ndarr
         raise ValueError(WEIGHT_NONFINITE_MESSAGE.format(name=name, count=int((~np.isfinite(values)).sum())))
     if (values < 0).any():
         raise ValueError(WEIGHT_NEGATIVE_MESSAGE.format(name=name, count=int((values < 0).sum()), low=float(values.min())))
-    if not values.sum() > 0:
+    if not (zero_total_ok or values.sum() > 0):
         raise ValueError(WEIGHT_ZERO_MESSAGE.format(name=name))
     return values
 

@@ -10,7 +10,9 @@ the only place that talks to it, through a two-method interface that a test fake
   worker, else None (XGBoost itself is never imported here: only looked up if already loaded);
 - :func:`select_ranks`: the values of given global ranks of a multiset split across workers,
   exactly, by histogram refinement;
-- :func:`gather_window`: every worker's values in a value range ``[low, high]``, on every worker.
+- :func:`gather_window`: every worker's values in a value range ``[low, high]``, on every worker;
+- :func:`select_masses` and :func:`gather_weighted_window`: their twins for weighted rows (the
+  smallest value whose cumulative weight reaches a mass; the window's values with their weights).
 
 **Exact selection.** A float64 ``s`` maps to a uint64 key ``u(s)`` that orders like ``s``
 (flip every bit of a negative, set the sign bit of a positive; ``-0.0`` becomes ``+0.0``). To find
@@ -31,6 +33,12 @@ the count ``c`` of keys below ``L``, with ``c < k <= c + #{L <= u <= H}``; start
    key is read off their sorted concatenation, which ends the rank's selection in that round
    (docs/distributed.md gives how often, at 10^6 rows).
 
+**Weighted rows** (frequency weights ``w > 0``, :mod:`quantile_surrogate.quantiles._weighted`): the
+same rounds with the SUM carrying each bin's weight (float64) instead of its count, until the bin
+that first brings the cumulative weight to the sought mass holds one key: the smallest value ``v``
+with ``sum_{s <= v} w >= m``. The sums are in another order than one machine's cumulative sum;
+the weighted estimators' relative slack (``1e-9``) on ``m`` absorbs that rounding.
+
 Every decision uses reduced (identical) numbers only, so every worker makes the same calls in the
 same order, an empty one included, as a collective requires.
 """
@@ -44,7 +52,7 @@ import numpy as np
 
 __all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
            "span_entries", "span_of", "rank_bin", "refine_ranks", "select_ranks", "gather_window",
-           "in_lightgbm_network", "SELECTION_BINS", "SELECTION_GATHER"]
+           "select_masses", "gather_weighted_window", "in_lightgbm_network", "SELECTION_BINS", "SELECTION_GATHER"]
 
 #: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
 SELECTION_BINS = 1024
@@ -153,19 +161,30 @@ def _edges(low: int, high: int, bins: int) -> list[int]:
     return sorted(edges)
 
 
-def _bin_counts(keys: np.ndarray, edges: list[int]) -> np.ndarray:
-    """Local counts of keys in ``[e_i, e_{i+1})`` (the last edge is ``high + 1``, possibly ``2^64``)."""
+def _bin_bounds(keys: np.ndarray, edges: list[int]) -> np.ndarray:
+    """Positions in the ascending ``keys`` of the bins ``[e_i, e_{i+1})``: bin ``i`` is ``keys[b_i:b_{i+1}]``."""
     below = np.searchsorted(keys, np.array(edges[:-1], dtype=np.uint64), side="left")
     last = np.searchsorted(keys, np.uint64(edges[-1] - 1), side="right")
-    return np.diff(np.append(below, last)).astype(np.int64)
+    return np.append(below, last)
 
 
-def rank_bin(counts: np.ndarray, below: int, rank: int) -> tuple[int, int]:
+def _bin_counts(keys: np.ndarray, edges: list[int]) -> np.ndarray:
+    """Local counts of keys in ``[e_i, e_{i+1})`` (the last edge is ``high + 1``, possibly ``2^64``)."""
+    return np.diff(_bin_bounds(keys, edges)).astype(np.int64)
+
+
+def rank_bin(counts: np.ndarray, below, rank, side: str = "left"):
     """``(j, below_j)``: the first bin whose cumulative count (from ``below``, the count under the bins) reaches
-    the 1-based ``rank``, and the count under that bin; the refinement step of :func:`select_ranks`."""
+    the 1-based ``rank``, and the count under that bin; the refinement step of :func:`select_ranks`.
+
+    Counts may be weights (float64) and ``rank`` a mass (:func:`select_masses`): a mass that the rounded
+    sums never reach takes the last bin that holds any. ``side="right"``: the first bin that exceeds it.
+    """
     through = below + np.cumsum(counts)
-    j = int(np.searchsorted(through, rank, side="left"))
-    return j, int(through[j] - counts[j])
+    j = int(np.searchsorted(through, rank, side=side))
+    if j >= counts.size:
+        j = int(np.flatnonzero(counts)[-1])
+    return j, (through[j] - counts[j]).item()
 
 
 def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round) -> list[int]:
@@ -230,6 +249,56 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
         return updated
 
     return refine_ranks(ranks, span, bins, one_round)
+
+
+def select_masses(comm: Communicator, keys: np.ndarray, prefix: np.ndarray, masses, span: tuple[int, int],
+                  bins: int = SELECTION_BINS) -> list[int]:
+    """For each of ``masses``, the key of the smallest value whose global cumulative weight reaches it.
+
+    The weighted twin of :func:`select_ranks` (the module's "weighted rows"): ``keys`` ascending,
+    ``prefix`` their cumulative weights with 0 first (length ``keys.size + 1``, every weight > 0),
+    ``span`` the global key span. Per round one SUM (float64, the bins' weights) and one MAX (the
+    chosen bin's extremes), until the bin holds one key.
+    """
+    def one_round(edges, belows, targets):
+        bounds = [_bin_bounds(keys, e) for e in edges]
+        total = comm.allreduce(np.concatenate([np.diff(prefix[b]) for b in bounds]), "sum")
+        sections, chosen = [], []
+        for b, below, target in zip(bounds, belows, targets):
+            weights, total = total[:b.size - 1], total[b.size - 1:]
+            j, under = rank_bin(weights, below, target)
+            section = np.zeros(2, dtype=np.uint64)
+            if b[j + 1] > b[j]:
+                section[:] = (~keys[b[j]], keys[b[j + 1] - 1])
+            sections.append(section)
+            chosen.append(under)
+        reduced = comm.allreduce(np.concatenate(sections), "max").reshape(-1, 2)
+        return [(_TOP - int(low), int(high), under) for (low, high), under in zip(reduced, chosen)]
+
+    return refine_ranks(list(masses), span, bins, one_round)
+
+
+def gather_weighted_window(comm: Communicator, values: np.ndarray, weights: np.ndarray, low: float, high: float):
+    """``(window, window_weights, offset, (start, stop), below)``: every worker's values in ``[low, high]`` and their
+    weights, in worker order (not sorted), this worker's offset into them, its own slice of ``values``, and the
+    global weight below ``low``.
+
+    ``values`` ascending with ``weights`` aligned. One SUM of ``2 W`` float64 (each worker's count in
+    the range and weight below it, each in its own slot, so every worker adds them in the same order),
+    then one SUM of twice the window's length: values and weights written at the worker's offset into zeros.
+    """
+    start = int(np.searchsorted(values, low, side="left"))
+    stop = int(np.searchsorted(values, high, side="right"))
+    counts = np.zeros(2 * comm.world_size)
+    counts[comm.rank], counts[comm.world_size + comm.rank] = stop - start, weights[:start].sum()
+    counts = comm.allreduce(counts, "sum")
+    sizes, below = counts[:comm.world_size].astype(np.int64), float(counts[comm.world_size:].sum())
+    offset, length = int(sizes[:comm.rank].sum()), int(sizes.sum())
+    buffer = np.zeros(2 * length)
+    buffer[offset:offset + stop - start] = values[start:stop]
+    buffer[length + offset:length + offset + stop - start] = weights[start:stop]
+    buffer = comm.allreduce(buffer, "sum")
+    return buffer[:length], buffer[length:], offset, (start, stop), below
 
 
 def gather_window(comm: Communicator, values: np.ndarray, low: float, high: float,

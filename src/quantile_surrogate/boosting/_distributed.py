@@ -24,6 +24,14 @@ three sums ``G``, ``T``, ``L`` cross workers (:mod:`quantile_surrogate.boosting.
   are selected exactly, the values between them gathered on every worker, and each worker
   computes the tied ranks ``i* = below + #{window <= s}``, the weights and ``theta`` from the
   same numbers (so the same ``theta`` everywhere); its own rows' weights are those of their ranks.
+
+**Row weights** ``v_i >= 0`` (the DMatrix's ``weight=``, frequency weights as on one machine): the
+loss is ``sum_{i in P} v_i l(z_i)`` and the threshold the weighted estimate of
+:mod:`quantile_surrogate.quantiles._weighted` (ranks become cumulative weights ``C_j``, ``N`` the
+mass ``W``; rows of weight 0 are no rows). The same steps by weight: the point estimate is the
+smallest value whose cumulative weight reaches ``floor(c W)``, the kernel's window the values whose
+``C*_j / W`` lies within ``U h`` of ``c``, gathered with their weights. Whether the rows are weighted
+is decided over every worker (one worker's weights may all be 1, another's not).
 """
 
 from __future__ import annotations
@@ -34,12 +42,14 @@ import torch
 from ..objectives import get_objective
 from ..quantiles._kernel_window import sorted_tied_ranks, window_half_width
 from ..quantiles._rank_selection import floor_rank, normalised_weights
+from ..quantiles._weighted import kernel_coefficients, point_mass_target
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
 from ..losses import SURROGATES
-from ._collective import (Communicator, float_keys, gather_window, key_values, select_ranks, span_entries,
-                          span_of)
-from .gradient import (EMPTY_SUBSET_MESSAGE, SURROGATE_CURVATURES, GradientHessian, _check_scores_labels,
-                       logloss_terms)
+from .._utils.checks import check_sample_weight
+from ._collective import (Communicator, float_keys, gather_weighted_window, gather_window, key_values, select_masses,
+                          select_ranks, span_entries, span_of)
+from .gradient import (EMPTY_SUBSET_MESSAGE, SURROGATE_CURVATURES, ZERO_WEIGHT_SUFFIX, GradientHessian,
+                       _check_scores_labels, logloss_terms)
 
 __all__ = ["DISTRIBUTED_ESTIMATORS", "check_distributed_settings", "distributed_gradient_hessian"]
 
@@ -54,10 +64,6 @@ DISTRIBUTED_GROUPS_MESSAGE = (
     "`groups` (one threshold per group) is not supported on several XGBoost workers (xgboost.dask): a group "
     "code per training row cannot follow Dask's partitions. Train on one machine with xgb.train, or drop `groups`."
 )
-DISTRIBUTED_WEIGHTS_MESSAGE = (
-    "Row weights are not supported on several XGBoost workers (xgboost.dask); this worker's DMatrix has weights "
-    "that are not all 1. Drop `weight=` / `sample_weight=`, or train on one machine with xgb.train."
-)
 PEER_FAILED_MESSAGE = "Another XGBoost worker failed in the custom objective (see its error); this worker stops too."
 
 
@@ -70,30 +76,38 @@ def check_distributed_settings(quantile, groups) -> None:
 
 
 def _local_rows(scores, labels, sample_weight):
-    """``(scores, labels, error)``: checked local rows, or empty ones and the exception to share."""
+    """``(scores, labels, weights or None, error)``: checked local rows, or empty ones and the exception to share.
+
+    Weights that are all 1 are None (the unweighted path); a zero total is allowed here (checked globally).
+    """
     try:
         scores, labels = _check_scores_labels(scores, labels)
+        weight = None
         if sample_weight is not None and np.size(sample_weight) and not np.all(np.asarray(sample_weight) == 1):
-            raise ValueError(DISTRIBUTED_WEIGHTS_MESSAGE)
-        return scores, labels, None
+            weight = check_sample_weight(sample_weight, scores.size, zero_total_ok=True)
+        return scores, labels, weight, None
     except (ValueError, TypeError, FloatingPointError) as error:  # TrainingDivergedError is a FloatingPointError
-        return np.zeros(0), np.zeros(0, dtype=np.int64), error
+        return np.zeros(0), np.zeros(0, dtype=np.int64), None, error
 
 
-def _sizes_and_span(comm: Communicator, keys: np.ndarray, error) -> tuple[np.ndarray, tuple[int, int]]:
-    """Every worker's count of rows of ``A`` and the global ``(min, max)`` key, in one MAX of ``W + 3`` uint64.
+def _sizes_and_span(comm: Communicator, keys: np.ndarray, mass: float, weighted: bool, error):
+    """``(sizes, masses, weighted, span)`` over every worker, in one MAX of ``2 W + 4`` uint64.
 
-    The first entry is a failure flag, then each worker's count in its own slot (the others send 0, so the
-    MAX is that count), then :func:`~._collective.span_entries`' ``(~min, max)``: one reduction where a SUM of
-    the counts and a MAX of the span took two.
+    A failure flag, a flag "some worker has weights", then each worker's count of rows of ``A`` and its
+    weight (float64 bits: a weight is >= 0, so its bits order as its value) in its own slot (the others
+    send 0, so the MAX is that entry), then :func:`~._collective.span_entries`' ``(~min, max)``: one
+    reduction for what a SUM and a MAX would do.
     """
-    local = np.zeros(comm.world_size + 3, dtype=np.uint64)
-    local[0], local[comm.rank + 1] = error is not None, keys.size
+    size = comm.world_size
+    local = np.zeros(2 * size + 4, dtype=np.uint64)
+    local[0], local[1], local[2 + comm.rank] = error is not None, weighted, keys.size
+    local[2 + size + comm.rank] = np.float64(mass).view(np.uint64)
     local[-2:] = span_entries(keys)
     reduced = comm.allreduce(local, "max")
     if reduced[0]:
         raise error if error is not None else RuntimeError(PEER_FAILED_MESSAGE)
-    return reduced[1:-2].astype(np.int64), span_of(reduced[-2:])
+    masses = reduced[2 + size:2 + 2 * size].copy().view(np.float64)
+    return reduced[2:2 + size].astype(np.int64), masses, bool(reduced[1]), span_of(reduced[-2:])
 
 
 def _kernel_threshold(comm, values, keys, sizes, span, level, bandwidth, kernel):
@@ -134,56 +148,116 @@ def _threshold(comm, values, keys, sizes, span, level, quantile, bandwidth):
     return float(key_values(select_ranks(comm, keys, [k], span))[0]), None
 
 
+def _weighted_threshold(comm, values, weights, keys, total, span, level, quantile, bandwidth):
+    """``(theta, coefficients or None)`` of the weighted estimate; None: one-hot on the first row holding ``theta``.
+
+    ``values`` ascending, ``weights`` (> 0) aligned; ``total`` the global weight ``W``. The kernel's
+    coefficients come back for this worker's ``values`` (0 outside the window).
+    """
+    prefix = np.concatenate([[0.0], np.cumsum(weights)])
+    if quantile != "point":
+        kernel = KERNEL_OF_ESTIMATOR[quantile]
+        half = window_half_width(kernel, bandwidth, torch.float64)
+        low_mass, high_mass = total * (level - half), total * (level + half)  # the window's edges, by weight
+        inside = [mass for mass in (low_mass, high_mass) if 0 < mass < total]  # else the edge is the data's end
+        found = dict(zip(inside, key_values(select_masses(comm, keys, prefix, inside, span)))) if inside else {}
+        low, high = found.get(low_mass, -np.inf), found.get(high_mass, np.inf)
+        window, mass, offset, (start, stop), below = gather_weighted_window(comm, values, weights, low, high)
+        order = np.argsort(window, kind="stable")
+        cum = below + np.cumsum(mass[order])
+        tied = cum[np.searchsorted(window[order], window[order], side="right") - 1]
+        coefficients = kernel_coefficients(torch.from_numpy(tied), torch.from_numpy(mass[order]), total, level,
+                                           bandwidth, kernel, torch.float64)
+        if coefficients is not None:
+            theta = float(torch.dot(coefficients, torch.from_numpy(window[order])))
+            local = np.zeros(values.size)
+            local[start:stop] = coefficients.numpy()[np.argsort(order)][offset:offset + stop - start]
+            return theta, local
+    target = point_mass_target(level, total)
+    return float(key_values(select_masses(comm, keys, prefix, [target], span))[0]), None
+
+
 def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objective="precision_at_recall",
                                  target=None, form="fp", quantile="kernel", bandwidth=0.05, surrogate="logistic",
                                  groups=None, logloss_weight=0.0, min_hessian=1e-6,
                                  sample_weight=None) -> GradientHessian:
     """:func:`~quantile_surrogate.boosting.objective_gradient_hessian` of this worker's rows, the threshold global.
 
-    The arguments are those of ``objective_gradient_hessian`` plus ``comm``; ``groups`` and
-    weights that are not all 1 raise ``ValueError``, and so does a ``quantile`` outside
-    :data:`DISTRIBUTED_ESTIMATORS`. A local failure (bad labels, non-finite scores) is shared
-    with every worker before anyone raises, so no worker waits forever. ``loss`` is the global one.
+    The arguments are those of ``objective_gradient_hessian`` plus ``comm``; ``groups`` raises
+    ``ValueError``, and so does a ``quantile`` outside :data:`DISTRIBUTED_ESTIMATORS`. A local
+    failure (bad labels or weights, non-finite scores) is shared with every worker before anyone
+    raises, so no worker waits forever. ``loss`` is the global one.
     """
     check_distributed_settings(quantile, groups)
     spec = get_objective(objective)
     target = spec.default_target if target is None else target
-    scores, labels, error = _local_rows(scores, labels, sample_weight)
+    scores, labels, weight, error = _local_rows(scores, labels, sample_weight)
     positive = labels == 1
     in_subset = spec.subset_mask(positive)
+    if weight is not None:
+        in_subset = in_subset & (weight > 0)  # a row of weight 0 is no row of A
     subset_scores = scores[in_subset]
-    values = np.sort(subset_scores)
+    if weight is None:
+        values, order, subset_weight = np.sort(subset_scores), None, None
+    else:  # tied rows share C*_j, so any order of ties gives each row its coefficient (a_j ~ v_j K(C*_j))
+        order = np.argsort(subset_scores)
+        values, subset_weight = subset_scores[order], weight[in_subset][order]
     keys = float_keys(values)  # ascending, as the values are
-    sizes, span = _sizes_and_span(comm, keys, error)
+    mass = float(values.size) if weight is None else float(subset_weight.sum())
+    sizes, masses, weighted, span = _sizes_and_span(comm, keys, mass, weight is not None, error)
     if not sizes.any():
-        raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name))
-    theta, kernel = _threshold(comm, values, keys, sizes, span, 1.0 - float(target), quantile, bandwidth)
+        raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name)
+                         + (ZERO_WEIGHT_SUFFIX if weighted else ""))
+    level = 1.0 - float(target)
+    if weighted:  # over every worker: the rows' weights (1 where a worker has none)
+        subset_weight = np.ones(values.size) if weight is None else subset_weight
+        theta, coefficient = _weighted_threshold(comm, values, subset_weight, keys, float(masses.sum()), span,
+                                                 level, quantile, bandwidth)
+        if coefficient is not None:  # back from the sorted values to A's rows
+            coefficient = _unsorted(coefficient, order, values, subset_scores)
+    else:
+        theta, kernel = _threshold(comm, values, keys, sizes, span, level, quantile, bandwidth)
+        coefficient = None if kernel is None else _row_weights(subset_scores, *kernel)
     holders = np.zeros(comm.world_size)
-    rows, weight = np.zeros(0, dtype=np.int64), np.zeros(0)
-    if kernel is None:  # values are A's scores, sorted
+    rows = np.zeros(0, dtype=np.int64)
+    if coefficient is None:  # values are A's scores, sorted
         at = int(np.searchsorted(values, theta))
         holders[comm.rank] = at < values.size and values[at] == theta
+        coefficient = np.zeros(0)
     else:
-        weight = _row_weights(subset_scores, *kernel)
-        kept = weight != 0
-        rows, weight = np.flatnonzero(in_subset)[kept], weight[kept]
-    return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, (rows, weight),
-                             holders, in_subset, surrogate, logloss_weight, min_hessian)
+        kept = coefficient != 0
+        rows, coefficient = np.flatnonzero(in_subset)[kept], coefficient[kept]
+    return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, (rows, coefficient),
+                             holders, in_subset, surrogate, logloss_weight, min_hessian, weight)
+
+
+def _unsorted(coefficients, order, values, subset_scores):
+    """The sorted values' coefficients for the rows of ``A`` in row order: by ``order``, or without one (every weight
+    1, so tied rows share a coefficient) by value."""
+    if order is None:
+        return coefficients[np.searchsorted(values, subset_scores)]
+    out = np.empty_like(coefficients)
+    out[order] = coefficients
+    return out
 
 
 def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, holders, in_subset, surrogate,
-                      logloss_weight, min_hessian):
+                      logloss_weight, min_hessian, weight=None):
     """The rows' gradient and Hessian, after one SUM of ``3 + W`` float64: ``G``, ``T``, the loss, the holders.
 
     Autograd differentiates the surrogate in ``z = ±(F - theta)`` alone: ``dL/dF_i = ±dL/dz_i`` and
     ``dL/dtheta = ∓sum_i dL/dz_i``. The threshold's terms ``G w_j`` and ``T w_j`` are added on the
     rows ``row_weights = (rows, w)`` whose weight is not 0 only (the point rule's one row is found
-    here); ``T`` and ``w`` are never negative, so ``|T w_j| = T w_j``.
+    here); ``T`` and ``w`` are never negative, so ``|T w_j| = T w_j``. ``weight``: the rows' weights
+    ``v`` (None: 1), which multiply each row's surrogate, its curvature and its log-loss term.
     """
     positive = torch.from_numpy(positive)
     penalized = ~positive if negatives else positive
     z = torch.from_numpy(scores - theta if negatives else theta - scores).requires_grad_(True)
     counted = penalized.to(torch.float64)
+    row_weight = None if weight is None else torch.from_numpy(weight)
+    if row_weight is not None:
+        counted = counted * row_weight
     loss = torch.dot(SURROGATES[surrogate](z), counted)
     per_row, = torch.autograd.grad(loss, z)
     z = z.detach()
@@ -191,7 +265,8 @@ def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, hol
     slope = -float(own.sum())  # dL/dtheta: z moves against F in both forms
     # theta is finite here, so row_curvature's NaN guard has nothing to do.
     curvature = SURROGATE_CURVATURES[surrogate](z).mul_(counted)
-    log_terms = logloss_terms(torch.from_numpy(scores), positive, logloss_weight) if logloss_weight else None
+    log_terms = logloss_terms(torch.from_numpy(scores), positive, logloss_weight, row_weight) if logloss_weight \
+        else None
     log_loss = log_terms[2] if logloss_weight else 0.0
     local = np.concatenate([[slope, float(curvature.sum()), float(loss.detach()) + log_loss], holders])
     total = comm.allreduce(local, "sum")

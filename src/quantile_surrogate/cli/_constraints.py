@@ -90,11 +90,15 @@ def _values(value, groups) -> str:
     return NOT_MEASURED if not np.isfinite(value) else f"{value:.4f}"
 
 
-def _verdict(entry: dict) -> str:
-    """"met", or "NOT MET" (with the reason the fit still kept it: within one standard error held out)."""
+def _verdict(entry: dict, groups) -> str:
+    """"met", or "NOT MET", with the reason the fit still counted it as met where it did (the held-out value within
+    one standard error of the bound)."""
     if entry["met"]:
         return "met"
-    return "NOT MET (within one standard error held out)" if entry.get("feasible") else "NOT MET"
+    if not entry.get("feasible"):
+        return "NOT MET"
+    return (f"NOT MET held out, but within one standard error ({_values(entry.get('held_out_se'), groups)}) "
+            "of the bound, which the fit counts as met")
 
 
 def fit_report_lines(report: dict, texts, groups) -> list[str]:
@@ -107,7 +111,7 @@ def fit_report_lines(report: dict, texts, groups) -> list[str]:
              f"{'held-out rows' if held else 'training rows; none were held out'}):"]
     for text, entry in zip(texts, report["constraints"]):
         where = f", held out {_values(entry['held_out'], groups)}" if held else ""
-        lines.append(f"  {text}: train {_values(entry['train'], groups)}{where}, {_verdict(entry)}")
+        lines.append(f"  {text}: train {_values(entry['train'], groups)}{where}, {_verdict(entry, groups)}")
     lines.append(f"  chosen: {report['chosen']}")
     return lines
 

@@ -1,7 +1,8 @@
 """Dask input and XGBoost on Dask for :class:`~.dask_boosted.DaskQuantileBoostingClassifier` (private).
 
-- :func:`dask_client`, :func:`as_dask_rows`, :func:`as_dask_labels`: the client, and ``X`` / ``y`` as
-  Dask arrays whose row blocks are the partitions (the units of the held-out selection);
+- :func:`dask_client`, :func:`as_dask_rows`, :func:`as_dask_labels`, :func:`as_dask_weights`: the client,
+  and ``X`` / ``y`` / ``sample_weight`` as Dask arrays whose row blocks are the partitions (the units
+  of the held-out selection);
 - :func:`take_partitions`: some partitions of an array, lazily (their blocks stay where they are);
 - :class:`DaskBoosting`: the calls of :class:`~quantile_surrogate.estimators._boosting_backends.XGBoostBackend`
   (a log-loss start, a continuation with ``xgb_model=``, margins) through ``xgboost.dask``, with
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._utils.checks import (WEIGHT_NEGATIVE_MESSAGE, WEIGHT_NONFINITE_MESSAGE, WEIGHT_TYPE_MESSAGE,
+                             WEIGHT_ZERO_MESSAGE)
 from ._threshold import NOT_2D_MESSAGE, refuse_text_columns
 
-__all__ = ["DaskBoosting", "as_dask_labels", "as_dask_rows", "dask_client", "take_partitions",
+__all__ = ["DaskBoosting", "as_dask_labels", "as_dask_rows", "as_dask_weights", "dask_client", "take_partitions",
            "DASK_INPUT_MESSAGE", "NO_CLIENT_MESSAGE", "DASK_MISSING_MESSAGE", "LABELS_LENGTH_MESSAGE"]
 
 #: ``TypeError`` for ``X`` or ``y`` that are not Dask collections (NumPy, pandas, lists).
@@ -33,7 +36,7 @@ NO_CLIENT_MESSAGE = (
 #: ``ImportError`` without the `dask` extra.
 DASK_MISSING_MESSAGE = "DaskQuantileBoostingClassifier needs dask[distributed]: pip install 'quantile-surrogate[dask]'"
 #: ``ValueError`` for ``y`` with another number of rows than ``X``.
-LABELS_LENGTH_MESSAGE = "`y` has {got} rows and `X` {expected}; pass one label per row of `X`."
+LABELS_LENGTH_MESSAGE = "`{name}` has shape {got} and `X` {expected} rows; pass a 1-D {name} with one entry per row of `X`."
 NOT_NUMERIC_MESSAGE = "`X` must hold numbers (int, float or bool); got dtype {dtype}."
 
 
@@ -85,21 +88,51 @@ def as_dask_rows(X, name: str = "X"):
     return X.rechunk({1: -1}), names
 
 
-def as_dask_labels(y, row_chunks):
-    """``y`` as a 1-D Dask array with the row blocks ``row_chunks`` (of ``X``)."""
+def as_dask_labels(y, row_chunks, name: str = "y"):
+    """``y`` (or another column, ``name``: ``sample_weight``) as a 1-D Dask array with the row blocks ``row_chunks``."""
     import dask.array as da
 
     frames = _dask_frame_types()
     if frames and isinstance(y, frames[1]):
         y = y.to_dask_array(lengths=True)
     elif not isinstance(y, da.Array):
-        raise TypeError(DASK_INPUT_MESSAGE.format(name="y", kinds="dask.array.Array or dask.dataframe.Series",
+        raise TypeError(DASK_INPUT_MESSAGE.format(name=name, kinds="dask.array.Array or dask.dataframe.Series",
                                                   type_name=type(y).__name__, chunks="X.chunks[0]"))
     if any(np.isnan(size) for size in y.chunks[0]):
         y = y.compute_chunk_sizes()
     if y.ndim != 1 or y.shape[0] != sum(row_chunks):
-        raise ValueError(LABELS_LENGTH_MESSAGE.format(got=y.shape, expected=sum(row_chunks)))
+        raise ValueError(LABELS_LENGTH_MESSAGE.format(name=name, got=y.shape, expected=sum(row_chunks)))
     return y if y.chunks[0] == tuple(row_chunks) else y.rechunk((tuple(row_chunks),))
+
+
+def _weight_summary(block) -> np.ndarray:
+    """``(non-finite, negative, smallest, total)`` of one block of weights (float64; inf, 0 for an empty block)."""
+    block = np.asarray(block, dtype=np.float64)
+    finite = block[np.isfinite(block)]
+    return np.array([block.size - finite.size, np.count_nonzero(finite < 0), finite.min() if finite.size else np.inf,
+                     finite.sum()])
+
+
+def as_dask_weights(client, sample_weight, row_chunks):
+    """``sample_weight`` as float64 Dask blocks of ``X``'s rows, checked on the workers for what
+    :func:`~quantile_surrogate._utils.checks.check_sample_weight` refuses, with its messages (one
+    computation; four numbers per partition reach the client)."""
+    from dask import delayed
+
+    weight = as_dask_labels(sample_weight, row_chunks, "sample_weight")
+    if weight.dtype.kind not in "biuf":
+        raise TypeError(WEIGHT_TYPE_MESSAGE.format(name="sample_weight", type_name=f"a Dask array of {weight.dtype}"))
+    weight = weight.astype(np.float64)
+    parts = np.array(client.gather(client.compute(
+        [delayed(_weight_summary, pure=True)(block) for block in weight.to_delayed().ravel()])))
+    nonfinite, negative, total = int(parts[:, 0].sum()), int(parts[:, 1].sum()), float(parts[:, 3].sum())
+    if nonfinite:
+        raise ValueError(WEIGHT_NONFINITE_MESSAGE.format(name="sample_weight", count=nonfinite))
+    if negative:
+        raise ValueError(WEIGHT_NEGATIVE_MESSAGE.format(name="sample_weight", count=negative, low=parts[:, 2].min()))
+    if not total > 0:
+        raise ValueError(WEIGHT_ZERO_MESSAGE.format(name="sample_weight"))
+    return weight
 
 
 def take_partitions(array, parts):
@@ -140,15 +173,16 @@ class DaskBoosting:
             raise ImportError(DASK_MISSING_MESSAGE) from error
         self.client, self.params, self.dxgb = client, dict(params), dxgb
 
-    def matrix(self, X, y):
-        return self.dxgb.DaskDMatrix(self.client, X, y, missing=np.nan)
+    def matrix(self, X, y, weight=None):
+        return self.dxgb.DaskDMatrix(self.client, X, y, weight=weight, missing=np.nan)
 
-    def fit_logloss(self, dtrain, rounds: int, positives: int, rows: int):
+    def fit_logloss(self, dtrain, rounds: int, positives, rows):
         """``rounds`` of ``binary:logistic``, intercept the label mean ``positives / rows`` unless ``params`` set one.
 
-        The mean is what XGBoost (3.x) estimates on one machine (``float32(mean(y))``); on several
-        workers it combines the workers' estimates in float32, which can land one ulp away and shift
-        every margin by about 1e-7. Exact counts make the start independent of the partitioning.
+        The mean is what XGBoost (3.x) estimates on one machine (``float32(mean(y))``; with row
+        weights the weighted mean, ``positives`` and ``rows`` their weights); on several workers it
+        combines the workers' estimates in float32, which can land one ulp away and shift every margin
+        by about 1e-7. Exact counts make the start independent of the partitioning.
         """
         params = {"base_score": positives / rows, **self.params, "objective": "binary:logistic"}
         return self.dxgb.train(self.client, params, dtrain, num_boost_round=rounds, verbose_eval=False)["booster"]

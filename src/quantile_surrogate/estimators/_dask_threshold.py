@@ -26,6 +26,13 @@ the partitions:
    counts of ``A`` at the boundary (a third, ``#{A: s > theta}``, only when rows of ``A`` tie at it,
    for :class:`~quantile_surrogate.objectives.TiedScoresWarning`).
 
+With row weights (frequency weights, ``constraint_threshold``'s ``sample_weight``) rows of weight 0 are
+absent, the count ``k`` is a weight, and the order statistic is found by weight: each partition's bins
+carry their rows' weight (from the sorted keys' cumulative weights, kept beside them), and the boundary
+is the smallest value whose cumulative weight from below reaches ``W - k`` (or exceeds it), which is
+where the weight of ``A`` from the top first passes ``k`` (or reaches it), with ``constraint_threshold``'s
+slack of ``1e-9 W``.
+
 The sorted keys of each partition's rows of ``A`` are computed once and kept on their worker as
 futures; nothing of size ``n`` reaches the client. tests/estimators/test_dask_estimator.py holds the
 result equal, bit for bit and warning for warning, to ``constraint_threshold`` on the gathered scores.
@@ -38,7 +45,7 @@ import warnings
 import numpy as np
 
 from .._utils.checks import check_target
-from ..boosting._collective import _TOP, SELECTION_BINS, _bin_counts, float_keys, key_values, rank_bin, refine_ranks
+from ..boosting._collective import _TOP, SELECTION_BINS, _bin_bounds, float_keys, key_values, rank_bin, refine_ranks
 from ..objectives import get_objective
 from ..objectives.thresholds import (EMPTY_CONSTRAINT_MESSAGE, TIE_POLICY, TIED_SCORES_MESSAGE, TiedScoresWarning,
                                      allowed_count)
@@ -47,52 +54,73 @@ __all__ = ["dask_constraint_threshold", "dask_select_keys"]
 
 
 # -- what each partition computes (on its worker) ---------------------------------------------------
-def _subset_keys(scores, labels, objective: str) -> np.ndarray:
-    """The ascending keys of this partition's rows of ``A``."""
+def _present(scores, labels, weights):
+    """``(scores, labels)`` as float64 and bool positives, rows of weight 0 dropped (``weights`` None: every row)."""
+    scores, positive = np.asarray(scores, dtype=np.float64), np.asarray(labels) == 1
+    if weights is None:
+        return scores, positive
+    keep = np.asarray(weights) > 0
+    return scores[keep], positive[keep]
+
+
+def _subset_keys(scores, labels, objective: str, weights=None):
+    """The ascending keys of this partition's rows of ``A``; with ``weights``, ``(keys, cumulative weights, 0 first)``."""
     in_subset = get_objective(objective).subset_mask(np.asarray(labels) == 1)
-    return np.sort(float_keys(np.asarray(scores, dtype=np.float64)[in_subset]))
+    if weights is None:
+        return np.sort(float_keys(np.asarray(scores, dtype=np.float64)[in_subset]))
+    in_subset = in_subset & (np.asarray(weights) > 0)
+    keys = float_keys(np.asarray(scores, dtype=np.float64)[in_subset])
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.concatenate([[0.0], np.cumsum(np.asarray(weights, dtype=np.float64)[in_subset][order])])
 
 
-def _key_span(keys: np.ndarray) -> tuple:
-    """``(rows of A, smallest key, largest key)``; an empty partition gives ``(0, TOP, 0)``."""
-    return (int(keys.size), int(keys[0]), int(keys[-1])) if keys.size else (0, _TOP, 0)
+def _key_span(block) -> tuple:
+    """``(rows of A, smallest key, largest key, weight of A)``; an empty partition gives ``(0, TOP, 0, 0.0)``."""
+    keys, prefix = block if isinstance(block, tuple) else (block, None)
+    mass = float(keys.size) if prefix is None else float(prefix[-1])
+    return (int(keys.size), int(keys[0]), int(keys[-1]), mass) if keys.size else (0, _TOP, 0, 0.0)
 
 
-def _bin_stats(keys: np.ndarray, edges: list) -> list:
-    """Per rank sought: the counts of ``_bin_counts`` and each bin's smallest and largest key (TOP, 0 if empty)."""
+def _bin_stats(block, edges: list) -> list:
+    """Per rank sought: the counts of ``_bin_counts`` (with weights: the bins' weights) and each bin's smallest and
+    largest key (TOP, 0 if empty)."""
+    keys, prefix = block if isinstance(block, tuple) else (block, None)
     out = []
     for edge in edges:
-        counts = _bin_counts(keys, edge)
-        starts = np.searchsorted(keys, np.array(edge[:-1], dtype=np.uint64), side="left")
+        bounds = _bin_bounds(keys, edge)
+        counts = np.diff(bounds)
         filled = counts > 0
         lows = np.full(counts.size, _TOP, dtype=np.uint64)
         highs = np.zeros(counts.size, dtype=np.uint64)
-        lows[filled], highs[filled] = keys[starts[filled]], keys[starts[filled] + counts[filled] - 1]
-        out.append((counts, lows, highs))
+        lows[filled], highs[filled] = keys[bounds[:-1][filled]], keys[bounds[1:][filled] - 1]
+        out.append((counts.astype(np.int64) if prefix is None else np.diff(prefix[bounds]), lows, highs))
     return out
 
 
-def _neighbours(scores, labels, objective: str, boundary: float) -> tuple:
-    """``(max{s < b}, min{s > b}, #{A: s == b})`` over this partition (``-inf`` / ``inf`` when none)."""
-    scores = np.asarray(scores, dtype=np.float64)
+def _neighbours(scores, labels, objective: str, boundary: float, weights=None) -> tuple:
+    """``(max{s < b}, min{s > b}, #{A: s == b}, min s)`` over this partition (``-inf`` / ``inf`` when none)."""
+    scores, positive = _present(scores, labels, weights)
     below, above = scores[scores < boundary], scores[scores > boundary]
-    in_subset = get_objective(objective).subset_mask(np.asarray(labels) == 1)
+    in_subset = get_objective(objective).subset_mask(positive)
     return (float(below.max()) if below.size else -np.inf, float(above.min()) if above.size else np.inf,
-            int(np.count_nonzero(scores[in_subset] == boundary)))
+            int(np.count_nonzero(scores[in_subset] == boundary)), float(scores.min()) if scores.size else np.inf)
 
 
-def _subset_above(scores, labels, objective: str, theta: float) -> int:
-    """``#{A: s > theta}`` in this partition."""
+def _subset_above(scores, labels, objective: str, theta: float, weights=None) -> float:
+    """``#{A: s > theta}`` in this partition (with weights: their sum)."""
     in_subset = get_objective(objective).subset_mask(np.asarray(labels) == 1)
-    return int(np.count_nonzero(np.asarray(scores, dtype=np.float64)[in_subset] > theta))
+    above = in_subset & (np.asarray(scores, dtype=np.float64) > theta)
+    return float(np.count_nonzero(above) if weights is None else np.asarray(weights, dtype=np.float64)[above].sum())
 
 
 # -- the client's side ----------------------------------------------------------------------------
-def dask_select_keys(client, key_blocks, ranks, span, bins: int = SELECTION_BINS) -> list[int]:
+def dask_select_keys(client, key_blocks, ranks, span, bins: int = SELECTION_BINS, side: str = "left") -> list[int]:
     """The keys of the global order statistics of the 1-based ``ranks`` over ``key_blocks`` (futures of sorted keys).
 
     ``span`` is the global ``(smallest, largest)`` key. The interval loop of
     :func:`~quantile_surrogate.boosting._collective.refine_ranks`, one Dask computation a round.
+    Blocks of ``(keys, cumulative weights)`` make the ranks masses: the smallest value whose cumulative
+    weight reaches each (``side="right"``: exceeds it).
     """
     def one_round(edges, belows, targets):
         parts = client.gather(client.map(_bin_stats, key_blocks, edges=edges, pure=False))
@@ -101,22 +129,43 @@ def dask_select_keys(client, key_blocks, ranks, span, bins: int = SELECTION_BINS
             counts = np.sum([part[slot][0] for part in parts], axis=0)
             lows = np.minimum.reduce([part[slot][1] for part in parts])
             highs = np.maximum.reduce([part[slot][2] for part in parts])
-            j, under = rank_bin(counts, below, rank)
+            j, under = rank_bin(counts, below, rank, side)
             updated.append((int(lows[j]), int(highs[j]), under))
         return updated
 
     return refine_ranks(ranks, span, bins, one_round)
 
 
-def _per_partition(function, scores, labels, *args) -> list:
-    """Delayed ``function(score block, label block, *args)``, one per partition."""
+def _per_partition(function, scores, labels, weights, *args) -> list:
+    """Delayed ``function(score block, label block, *args[, weights=block])``, one per partition."""
     from dask import delayed
 
-    return [delayed(function, pure=True)(s, y, *args)
-            for s, y in zip(scores.to_delayed().ravel(), labels.to_delayed().ravel())]
+    blocks = [None] * scores.numblocks[0] if weights is None else weights.to_delayed().ravel()
+    return [delayed(function, pure=True)(s, y, *args, **({} if w is None else {"weights": w}))
+            for s, y, w in zip(scores.to_delayed().ravel(), labels.to_delayed().ravel(), blocks)]
 
 
-def dask_constraint_threshold(client, scores, labels, *, objective: str, target: float) -> float:
+def _boundary(client, key_blocks, spans, spec, total: float, k, weighted: bool) -> float | None:
+    """``s_[k]`` (a floor) or ``s_[k+1]`` (a ceiling) of ``A``, by count or by weight (module docstring); None when a
+    ceiling allows every row of ``A``."""
+    span = (min(s[1] for s in spans), max(s[2] for s in spans))
+    if not weighted:
+        n = int(total)
+        if spec.bound == "at_most" and k >= n:
+            return None
+        rank = n - int(k) if spec.bound == "at_most" else n - max(int(k), 1) + 1  # from below
+        return float(key_values(dask_select_keys(client, key_blocks, [rank], span))[0])
+    slack = 1e-9 * total  # constraint_threshold's: cumulative weights are sums of floats
+    if spec.bound == "at_most":  # the weight from the top first exceeds k + slack
+        mass = total - k - slack
+        if mass <= 0:
+            return None
+        return float(key_values(dask_select_keys(client, key_blocks, [mass], span))[0])
+    mass = total - k + slack  # the weight from the top first reaches k - slack
+    return float(key_values(dask_select_keys(client, key_blocks, [min(mass, total)], span, side="right"))[0])
+
+
+def dask_constraint_threshold(client, scores, labels, *, objective: str, target: float, weights=None) -> float:
     """:func:`~quantile_surrogate.objectives.thresholds.constraint_threshold` of Dask arrays, computed on their workers.
 
     Parameters
@@ -128,6 +177,8 @@ def dask_constraint_threshold(client, scores, labels, *, objective: str, target:
         Labels in {0, 1}, chunked as ``scores``.
     objective : str
     target : float
+    weights : dask.array.Array of shape (n,) or None
+        Checked frequency weights (``constraint_threshold``'s ``sample_weight``), chunked as ``scores``.
 
     Returns
     -------
@@ -137,19 +188,18 @@ def dask_constraint_threshold(client, scores, labels, *, objective: str, target:
     """
     spec = get_objective(objective)
     target = check_target(target, "target")
-    key_blocks = client.compute(_per_partition(_subset_keys, scores, labels, spec.name))  # stay on the workers
+    key_blocks = client.compute(_per_partition(_subset_keys, scores, labels, weights, spec.name))  # on the workers
     spans = client.gather(client.map(_key_span, key_blocks))
-    total = float(sum(size for size, _, _ in spans))
+    total = float(sum(s[3] for s in spans))
     if total == 0:
-        raise ValueError(EMPTY_CONSTRAINT_MESSAGE.format(objective=objective, weighted=""))
+        raise ValueError(EMPTY_CONSTRAINT_MESSAGE.format(
+            objective=objective, weighted="" if weights is None else " of positive `sample_weight`"))
     k = allowed_count(spec, total, target)
-    n = int(total)
-    if spec.bound == "at_most" and k >= n:  # every row of A allowed: below every score
-        return float(client.compute(scores.min()).result() - 1.0)
-    rank = n - int(k) if spec.bound == "at_most" else n - max(int(k), 1) + 1  # s_[k+1] or s_[k], from below
-    span = (min(low for _, low, _ in spans), max(high for _, _, high in spans))
-    boundary = float(key_values(dask_select_keys(client, key_blocks, [rank], span))[0])
-    found = client.gather(client.compute(_per_partition(_neighbours, scores, labels, spec.name, boundary)))
+    boundary = _boundary(client, key_blocks, spans, spec, total, k, weights is not None)
+    if boundary is None:  # every row of A allowed: below every score
+        found = client.gather(client.compute(_per_partition(_neighbours, scores, labels, weights, spec.name, 0.0)))
+        return float(min(f[3] for f in found) - 1.0)
+    found = client.gather(client.compute(_per_partition(_neighbours, scores, labels, weights, spec.name, boundary)))
     lower, higher = max(f[0] for f in found), min(f[1] for f in found)
     tied = sum(f[2] for f in found)
     if spec.bound == "at_most":
@@ -157,7 +207,7 @@ def dask_constraint_threshold(client, scores, labels, *, objective: str, target:
     else:
         theta = float((boundary + lower) / 2 if np.isfinite(lower) else boundary - 1.0)
     if tied > 1:  # only rows tied at the boundary are the warning's subject (constraint_threshold's rule)
-        counts = client.compute(_per_partition(_subset_above, scores, labels, spec.name, theta))
+        counts = client.compute(_per_partition(_subset_above, scores, labels, weights, spec.name, theta))
         above = float(sum(client.gather(counts)))
         if abs(above - k) > 1e-9 * total:
             warnings.warn(TIED_SCORES_MESSAGE.format(

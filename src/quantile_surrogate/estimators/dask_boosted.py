@@ -22,7 +22,7 @@ from ..objectives import get_objective, objective_metric
 from ..selection._scorer import FoldData, HeldOutCurve
 from ..selection._start_rule import select_rounds
 from ._boosting_backends import BACKENDS, make_backend
-from ._dask_paths import DaskBoosting, as_dask_labels, as_dask_rows, dask_client, take_partitions
+from ._dask_paths import DaskBoosting, as_dask_labels, as_dask_rows, as_dask_weights, dask_client, take_partitions
 from ._dask_threshold import dask_constraint_threshold
 from ._threshold import ONE_CLASS_MESSAGE
 from .boosted import AUTO_BANDWIDTH_ROWS, FORM_MESSAGE, QuantileBoostingClassifier, adopt_booster
@@ -54,10 +54,22 @@ _SHARED = ("objective", "target", "form", "bandwidth", "surrogate", "n_estimator
            "validation_fraction", "n_iter_no_change", "random_state", "verbose")
 
 
-def _partition_counts(labels, objective: str) -> tuple:
-    """``(rows of A, positives, rows)`` of one partition's {0, 1} labels."""
+def _partition_counts(labels, objective: str, weights=None) -> tuple:
+    """``(rows of A, positives, rows, weight of the positives, weight)`` of one partition's {0, 1} labels (the
+    weights are the counts without ``weights``)."""
     positive = np.asarray(labels) == 1
-    return (int(get_objective(objective).subset_mask(positive).sum()), int(positive.sum()), int(positive.size))
+    counts = (int(get_objective(objective).subset_mask(positive).sum()), int(positive.sum()), int(positive.size))
+    if weights is None:
+        return counts + counts[1:]
+    weights = np.asarray(weights, dtype=np.float64)
+    return counts + (float(weights[positive].sum()), float(weights.sum()))
+
+
+def _label_mean(counts, weighted: bool) -> tuple:
+    """``(positives, rows)`` of some partitions' :func:`_partition_counts`: counts, or with weights their weights."""
+    if weighted:
+        return float(counts[:, 3].sum()), float(counts[:, 4].sum())
+    return int(counts[:, 1].sum()), int(counts[:, 2].sum())
 
 
 def _class_labels(decision, classes):
@@ -89,6 +101,11 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
     (histogram refinement, ``_dask_threshold``): equal to
     :func:`~quantile_surrogate.objectives.thresholds.constraint_threshold` of the gathered scores,
     so the constraint holds on the training rows.
+
+    ``sample_weight`` (frequency weights, a Dask array or Series) weights all of it as it does on
+    one machine: the log-loss start (the DMatrix's ``weight=``, intercept the weighted label mean),
+    the quantile objective's sum and threshold (the workers' weighted selection, docs/distributed.md),
+    the held-out metric and ``threshold_``; an integer weight equals repeating the row.
 
     Parameters
     ----------
@@ -161,7 +178,8 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         wrapped: their partitions decide what is held out).
     ValueError
         From ``fit``: ``backend="lightgbm"``, no client, a form the objective has not, one partition
-        with ``early_stopping``, a side of a split with one class.
+        with ``early_stopping``, a side of a split with one class, ``sample_weight`` with NaN, a
+        negative value or a zero total.
 
     See Also
     --------
@@ -177,8 +195,8 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         \sum_{i: y_i = 0} l\big(f(x_i) - \hat q(f(X^+), 1 - c)\big),
 
     with :math:`\hat q` over every partition's positives. Where it departs from
-    ``QuantileBoostingClassifier``: no ``sample_weight`` or ``sensitive_features`` (the distributed
-    objective refuses them), whole partitions held out rather than stratified rows, and the client
+    ``QuantileBoostingClassifier``: no ``sensitive_features`` (the distributed objective refuses
+    per-group thresholds), whole partitions held out rather than stratified rows, and the client
     gathers the held-out labels and, per block of rounds, the held-out margins
     (``4 (n_iter_no_change + 1)`` bytes per held-out row). With ``early_stopping=False`` the model
     is ``QuantileBoostingClassifier(backend="xgboost", early_stopping=False)``'s on the gathered
@@ -275,14 +293,15 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
                     raise ValueError(SPLIT_CLASSES_MESSAGE.format(split=split, side=side, parts=which.tolist()))
         return splits
 
-    def _fit_path(self, path, X, y01, parts, counts, target, rounds, held=None):
+    def _fit_path(self, path, X, y01, parts, counts, target, rounds, held=None, weight=None):
         """``(start, booster, bandwidth)`` on the partitions ``parts``: the log-loss start, then up to ``rounds``.
 
         ``held = (X_held, curve)`` records the held-out margins after the start and every round, in
         blocks of ``n_iter_no_change`` rounds, until ``curve`` says stop.
         """
-        dtrain = path.matrix(take_partitions(X, parts), take_partitions(y01, parts))
-        start = path.fit_logloss(dtrain, self.n_estimators, int(counts[parts, 1].sum()), int(counts[parts, 2].sum()))
+        dtrain = path.matrix(take_partitions(X, parts), take_partitions(y01, parts),
+                             None if weight is None else take_partitions(weight, parts))
+        start = path.fit_logloss(dtrain, self.n_estimators, *_label_mean(counts[parts], weight is not None))
         objective = xgboost_objective(self.objective, target, form=self.form, quantile=self.quantile,
                                       bandwidth=self._bandwidth(int(counts[parts, 0].sum())),
                                       surrogate=self.surrogate, logloss_weight=self.logloss_weight)
@@ -303,7 +322,7 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
                 break
         return start, booster, objective.bandwidth
 
-    def _select_rounds(self, path, X, y01, counts, target, rounds, seed):
+    def _select_rounds(self, path, X, y01, counts, target, rounds, seed, weight=None):
         """``(k, mean curve, first split's (start, booster, bandwidth))``; ``(rounds, None, None)`` if no selection."""
         self.validation_partitions_ = None
         if not self.early_stopping or rounds == 0:
@@ -315,10 +334,12 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         curves, kept = [], None
         for split, held in enumerate(splits):
             labels = path.client.compute(take_partitions(y01, held)).result().astype(np.int64)
-            curve = HeldOutCurve(FoldData.from_labels(labels), dict(settings), self.n_iter_no_change,
+            held_weight = None if weight is None else path.client.compute(take_partitions(weight, held)).result()
+            curve = HeldOutCurve(FoldData.from_labels(labels, None, held_weight), dict(settings), self.n_iter_no_change,
                                  lazy_loss=len(splits) == 1)
             train = np.setdiff1d(np.arange(counts.shape[0]), held)
-            found = self._fit_path(path, X, y01, train, counts, target, rounds, (take_partitions(X, held), curve))
+            found = self._fit_path(path, X, y01, train, counts, target, rounds, (take_partitions(X, held), curve),
+                                   weight)
             curves.append(curve.values())
             kept = found if split == 0 else kept
         length = min(len(c) for c in curves)  # runs stopped early are compared on their common rounds
@@ -327,11 +348,12 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
 
     # -- the estimator API --------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, *, sample_weight=None):
         """Fit on a Dask ``X`` (n, d) (array or DataFrame) and two-class ``y`` (n,) (array or Series); returns self.
 
-        The row blocks of ``X`` are the partitions ``validation_partitions_`` refers to; ``y`` is
-        rechunked to them when its blocks differ.
+        The row blocks of ``X`` are the partitions ``validation_partitions_`` refers to; ``y`` and
+        ``sample_weight`` (n,) (frequency weights >= 0, a Dask array or Series) are rechunked to them
+        when their blocks differ.
         """
         if self.backend != "xgboost":
             raise ValueError(DASK_BACKEND_MESSAGE.format(backend=self.backend))
@@ -344,15 +366,19 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
 
         X, names = as_dask_rows(X)
         y = as_dask_labels(y, X.chunks[0])
+        weight = None if sample_weight is None else as_dask_weights(client, sample_weight, X.chunks[0])
         self.classes_ = self._classes(client, y)
         X, y01 = client.persist([X, (y == self.classes_[1]).astype(np.float64)])
+        weight = None if weight is None else client.persist(weight)
         self.n_features_in_ = X.shape[1]
         if names is not None:
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):  # from an earlier fit on a DataFrame
             del self.feature_names_in_
-        counts = np.array(client.gather(client.compute(  # (rows of A, positives, rows) of each partition
-            [delayed(_partition_counts, pure=True)(block, spec.name) for block in y01.to_delayed().ravel()])))
+        weight_blocks = [None] * y01.numblocks[0] if weight is None else weight.to_delayed().ravel()
+        counts = np.array(client.gather(client.compute(  # (rows of A, positives, rows, their weights) per partition
+            [delayed(_partition_counts, pure=True)(block, spec.name, w)
+             for block, w in zip(y01.to_delayed().ravel(), weight_blocks)])))
         target, random_state = self._target(), self.random_state
         seed = int(random_state) if isinstance(random_state, Integral) else int(
             check_random_state(random_state).randint(np.iinfo(np.int32).max))
@@ -361,16 +387,18 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
                               backend_params=self.backend_params)
         path = DaskBoosting(client, engine.params)
         rounds = self.n_estimators if self.n_quantile_estimators is None else self.n_quantile_estimators
-        k, curve, kept = self._select_rounds(path, X, y01, counts, target, rounds, seed)
+        k, curve, kept = self._select_rounds(path, X, y01, counts, target, rounds, seed, weight)
         if kept is None or self.refit:
-            start, booster, bandwidth = self._fit_path(path, X, y01, np.arange(counts.shape[0]), counts, target, k)
+            start, booster, bandwidth = self._fit_path(path, X, y01, np.arange(counts.shape[0]), counts, target, k,
+                                                       weight=weight)
         else:  # the first split's model, cut after k quantile rounds
             start, booster, bandwidth = kept
         adopt_booster(self, engine, start, booster, k, bandwidth, curve)
         scores = client.persist(path.margins(self.booster_, X))
         if not client.compute(da.isfinite(scores).all()).result():
             raise TrainingDivergedError("the boosted model's scores", "on the training rows", self.learning_rate)
-        self.threshold_ = dask_constraint_threshold(client, scores, y01, objective=spec.name, target=target)
+        self.threshold_ = dask_constraint_threshold(client, scores, y01, objective=spec.name, target=target,
+                                                    weights=weight)
         if self.verbose:
             shown = "" if curve is None else f", held-out metric {curve[k, 0]:.4f} (start {curve[0, 0]:.4f})"
             print(f"DaskQuantileBoostingClassifier: {self.best_iteration_} quantile rounds kept{shown}")
@@ -390,16 +418,20 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         decision = self.decision_function(X)
         return decision.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
 
-    def score(self, X, y):
+    def score(self, X, y, sample_weight=None):
         """The objective's exact metric at ``target`` (as ``QuantileBoostingClassifier.score``), computed on the client.
 
-        Gathers the decision values and labels (16 bytes per row).
+        Gathers the decision values and labels (16 bytes per row; 24 with ``sample_weight``, which
+        weights the metric as frequency weights).
         """
         decision = self.decision_function(X)
         y = as_dask_labels(y, decision.chunks[0])
-        decision, y = dask_client(self.client).compute([decision, y], sync=True)
+        client = dask_client(self.client)
+        weight = None if sample_weight is None else as_dask_weights(client, sample_weight, decision.chunks[0])
+        decision, y, *weight = client.compute([decision, y] + ([] if weight is None else [weight]), sync=True)
+        weight = weight[0] if weight else None
         return objective_metric((y == self.classes_[1]).astype(np.int64), decision, objective=self.objective,
-                                target=self._target())
+                                target=self._target(), sample_weight=weight)
 
     def __sklearn_clone__(self):
         # A Client cannot be deep-copied (clone's rule for a parameter that is not an estimator): share it.

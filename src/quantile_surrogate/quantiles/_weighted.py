@@ -49,7 +49,7 @@ from ._kernel_window import MIN_WINDOW_SIZE, host_values, weighted_window_select
 from ._rank_selection import compute_dtype
 from .kernels import KERNEL_OF_ESTIMATOR, KERNELS
 
-__all__ = ["weighted_estimates", "WEIGHTED_ESTIMATORS"]
+__all__ = ["weighted_estimates", "WEIGHTED_ESTIMATORS", "point_mass_target", "kernel_coefficients"]
 
 WEIGHTED_ESTIMATORS = ("point", "kernel", "gaussian", "epanechnikov", "lower_mean", "interval", "harrell_davis")
 
@@ -68,11 +68,32 @@ def _overlap(cum: torch.Tensor, low: float, high: float) -> torch.Tensor:
     return (cum.clamp(max=high) - previous.clamp(min=low)).clamp(min=0.0)
 
 
+def point_mass_target(level: float, total: float) -> float:
+    """``t (1 - slack)``: the weighted point estimate is the first order statistic whose ``C_j`` reaches it.
+
+    ``t = floor(c W)`` as :func:`_mass_floor`; the relative slack ``1e-9`` absorbs the rounding of
+    a float sum of weights (the distributed objective's, summed in another order, included).
+    """
+    return _mass_floor(level, total) * (1 - _SLACK)
+
+
+def kernel_coefficients(tied_cum: torch.Tensor, row_weight: torch.Tensor, total: float, level: float,
+                        bandwidth: float, kernel: str, dtype: torch.dtype) -> torch.Tensor | None:
+    """``a_j ~ w_j K((C*_j / W - c) / h)``, normalised to sum to 1 (a softmax of the log-kernel), or None.
+
+    None when a compact kernel holds no mass (every ``K`` is 0): the caller takes the point estimate.
+    The rows need not be sorted; ``tied_cum`` is each row's ``C*_j`` and ``row_weight`` its ``w_j > 0``.
+    """
+    u = ((tied_cum / total).to(dtype) - level) / bandwidth
+    log_w = KERNELS[kernel](u).double() + torch.log(row_weight)
+    return None if torch.isneginf(log_w).all() else torch.softmax(log_w, dim=0)
+
+
 def _point(sorted_values, cum, level):
     """One-hot on the first ``j`` with ``C_j >= t``, moved to the first row tied with ``s_(j)``."""
     m = cum.numel()
-    target = _mass_floor(level, float(cum[-1]))
-    j = int(torch.searchsorted(cum, cum.new_tensor([target * (1 - _SLACK)])).clamp(max=m - 1))
+    target = point_mass_target(level, float(cum[-1]))
+    j = int(torch.searchsorted(cum, cum.new_tensor([target])).clamp(max=m - 1))
     # The sort is stable, so the first tied row is the first in row order, as point_quantile picks.
     j = int(torch.searchsorted(sorted_values, sorted_values[j:j + 1]))
     a = cum.new_zeros(m)
@@ -88,11 +109,10 @@ def _coefficients(name, sorted_values, cum, tied_cum, levels, bandwidth, dtype):
         if name == "point":
             a = _point(sorted_values, cum, level)
         elif name in KERNEL_OF_ESTIMATOR:
-            u = ((tied_cum / total).to(dtype) - level) / bandwidth
-            row_weight = torch.diff(cum, prepend=cum.new_zeros(1))
-            log_w = KERNELS[KERNEL_OF_ESTIMATOR[name]](u).double() + torch.log(row_weight)
+            a = kernel_coefficients(tied_cum, torch.diff(cum, prepend=cum.new_zeros(1)), total, level, bandwidth,
+                                    KERNEL_OF_ESTIMATOR[name], dtype)
             # A compact kernel with no mass in its window falls back to the point estimate, as unweighted.
-            a = _point(sorted_values, cum, level) if torch.isneginf(log_w).all() else torch.softmax(log_w, dim=0)
+            a = _point(sorted_values, cum, level) if a is None else a
         elif name == "lower_mean":
             target = _mass_floor(level, total)
             a = _overlap(cum, 0.0, target) / target
