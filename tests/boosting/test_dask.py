@@ -87,6 +87,28 @@ def test_xgboost_dask_with_row_weights_trains_the_single_machine_weighted_model(
     assert np.abs(unweighted.predict(xgb.DMatrix(X), output_margin=True) - expected).max() > 1e-3
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_dask_xgb_classifier_with_the_objective_is_the_single_machine_classifier(client, monkeypatch, weighted):
+    # XGBoost's scikit-learn wrapper on Dask calls the objective as fn(y_true, y_pred[, sample_weight]) on each
+    # worker's rows: the same distributed path, and the same model as XGBClassifier on one machine.
+    X, y = _data(seed=2)
+    weight = np.random.default_rng(2).integers(1, 4, size=ROWS).astype(np.float64) if weighted else None
+    fn = xgboost_objective("precision_at_recall", 0.8, quantile="kernel")
+    settings = dict(n_estimators=5, max_depth=3, learning_rate=0.3, base_score=0.5, tree_method="hist", n_jobs=1)
+    single = xgb.XGBClassifier(objective=fn, **settings).fit(X, y, sample_weight=weight)
+    worlds = []
+    distributed = adapters.distributed_gradient_hessian
+    monkeypatch.setattr(adapters, "distributed_gradient_hessian",
+                        lambda comm, *a, **k: worlds.append(comm.world_size) or distributed(comm, *a, **k))
+    model = dxgb.DaskXGBClassifier(objective=fn, **settings)
+    model.client = client
+    model.fit(da.from_array(X, chunks=(ROWS // 2, 4)), da.from_array(y, chunks=ROWS // 2),
+              sample_weight=None if weight is None else da.from_array(weight, chunks=ROWS // 2))
+    margins = model.predict(da.from_array(X, chunks=(ROWS // 2, 4)), output_margin=True).compute()
+    np.testing.assert_allclose(margins, single.predict(X, output_margin=True), rtol=0, atol=1e-9)
+    assert worlds == [2] * 10
+
+
 @pytest.mark.filterwarnings("ignore:Parameter n_jobs will be ignored")
 def test_lightgbm_dask_is_refused_with_the_xgboost_route(client):
     X, y = _data()
