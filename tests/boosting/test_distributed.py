@@ -38,6 +38,9 @@ needs_backends = pytest.mark.skipif(lgb is None, reason="needs the `boost` extra
 OBJECTIVES = [("precision_at_recall", 0.9, "fp"), ("precision_at_rate", 0.1, "fp"),
               ("precision_at_rate", 0.2, "tp"), ("recall_at_fpr", 0.05, "fp")]
 ESTIMATORS = ["point", "kernel", "epanechnikov"]
+POSITIONAL = ["lower_mean", "interval", "harrell_davis"]
+"""Estimators whose coefficients go by position: tied rows get different ones, in row order (a stable sort on
+one machine, worker then row order on the workers)."""
 
 
 def _layout(name, n, seed=0):
@@ -66,7 +69,7 @@ def _distributed(scores, labels, cuts, **settings):
     return run_workers(worker, _split(scores, labels, cuts))
 
 
-def _assert_rows_equal(results, reference, exact_threshold):
+def _assert_rows_equal(results, reference, exact_threshold, rtol=1e-12):
     for result in results:  # every worker has the same threshold and the same global loss
         if exact_threshold:
             assert float(result.threshold) == float(reference.threshold)
@@ -76,13 +79,13 @@ def _assert_rows_equal(results, reference, exact_threshold):
     grad = np.concatenate([r.grad for r in results])
     hess = np.concatenate([r.hess for r in results])
     scale = max(1.0, np.abs(reference.grad).max())
-    np.testing.assert_allclose(grad, reference.grad, rtol=1e-12, atol=1e-12 * scale)
-    np.testing.assert_allclose(hess, reference.hess, rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(grad, reference.grad, rtol=rtol, atol=rtol * scale)
+    np.testing.assert_allclose(hess, reference.hess, rtol=rtol, atol=rtol * scale)
 
 
 @pytest.mark.parametrize("layout", ["even", "empty_worker", "subset_on_one_worker", "ties"])
 @pytest.mark.parametrize("objective,target,form", OBJECTIVES)
-@pytest.mark.parametrize("quantile", ESTIMATORS)
+@pytest.mark.parametrize("quantile", ESTIMATORS + POSITIONAL)
 def test_threshold_grad_and_hess_equal_the_single_machine_ones(layout, objective, target, form, quantile):
     scores, labels, cuts = _layout(layout, 300)
     settings = dict(objective=objective, target=target, form=form, quantile=quantile, bandwidth=0.05)
@@ -91,7 +94,7 @@ def test_threshold_grad_and_hess_equal_the_single_machine_ones(layout, objective
     assert group.logs[0] == group.logs[1] == group.logs[2]  # the same calls, in the same order, everywhere
 
 
-@pytest.mark.parametrize("quantile", ESTIMATORS)
+@pytest.mark.parametrize("quantile", ESTIMATORS + POSITIONAL)
 def test_large_data_with_the_log_loss_and_the_hinge(quantile):
     # >= 1024 rows of A: the single machine takes the kernel's window path; the log-loss term is local.
     scores, labels, cuts = _layout("even", 6000, seed=1)
@@ -129,7 +132,7 @@ def _weighted(scores, labels, weights, cuts, **settings):
 
 @pytest.mark.parametrize("layout", ["even", "empty_worker", "subset_on_one_worker", "ties"])
 @pytest.mark.parametrize("kind", ["integers", "floats", "ones_on_two_workers"])
-@pytest.mark.parametrize("quantile", ESTIMATORS)
+@pytest.mark.parametrize("quantile", ESTIMATORS + POSITIONAL)
 def test_weighted_rows_equal_the_single_machine_weighted_objective(layout, kind, quantile):
     # The weighted threshold (cumulative weights for ranks, rows of weight 0 absent) and v_i on every row's terms;
     # a worker whose weights are all 1 takes the weighted path with the others. One objective per case, in turn.
@@ -145,7 +148,7 @@ def test_weighted_rows_equal_the_single_machine_weighted_objective(layout, kind,
     assert np.abs(np.concatenate([r.grad for r in results]) - unweighted.grad).max() > 1e-3
 
 
-@pytest.mark.parametrize("quantile", ESTIMATORS)
+@pytest.mark.parametrize("quantile", ESTIMATORS + POSITIONAL)
 def test_weighted_large_data_with_the_log_loss_and_the_hinge(quantile):
     # >= 1024 rows of A: the single machine's weighted kernel takes its window path.
     scores, labels, cuts = _layout("even", 6000, seed=1)
@@ -153,12 +156,14 @@ def test_weighted_large_data_with_the_log_loss_and_the_hinge(quantile):
                     logloss_weight=0.3, bandwidth=0.02)
     weights = _weights("floats", 6000, cuts)
     results, _ = _weighted(scores, labels, weights, cuts, **settings)
+    # A positional estimator's edge row gets C_j - start: two cumulative sums of about W = 6,000, each rounded at
+    # 1e-16 W in its own order, so its coefficient agrees to about 1e-11 (measured 3e-11 relative), not 1e-12.
     _assert_rows_equal(results, objective_gradient_hessian(scores, labels, sample_weight=weights, **settings),
-                       quantile == "point")
+                       quantile == "point", rtol=1e-9 if quantile in POSITIONAL else 1e-12)
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), quantile=st.sampled_from(ESTIMATORS), objective=st.sampled_from(OBJECTIVES))
+@given(data=st.data(), quantile=st.sampled_from(ESTIMATORS + POSITIONAL), objective=st.sampled_from(OBJECTIVES))
 def test_weighted_threshold_and_rows_under_any_weights_ties_and_split(data, quantile, objective):
     # Scores on a coarse grid (ties across workers), integer or float weights with zeros, any cut into 3 workers.
     n = data.draw(st.integers(8, 60))
@@ -284,7 +289,7 @@ def test_settings_without_an_exact_distributed_threshold_are_refused():
     with pytest.raises(ValueError, match=prefix(DISTRIBUTED_GROUPS_MESSAGE)):
         _distributed(scores, labels, cuts, groups=np.zeros(10, dtype=int))
     with pytest.raises(ValueError, match=prefix(DISTRIBUTED_QUANTILE_MESSAGE)):
-        _distributed(scores, labels, cuts, quantile="harrell_davis")
+        _distributed(scores, labels, cuts, quantile=lambda s, c: s.quantile(c))
 
 
 def _worker_errors(parts, **settings):

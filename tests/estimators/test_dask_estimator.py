@@ -191,6 +191,21 @@ def test_row_weights_give_the_single_machine_weighted_model(client):
                                                                    abs=1e-12)
 
 
+@pytest.mark.parametrize("quantile", ["lower_mean", "interval", "harrell_davis"])
+def test_positional_estimators_give_the_single_machine_model(client, quantile):
+    # Their tied rows take coefficients by position (the first round ties every score): row order on one machine,
+    # worker then row order on the workers, which is the same order for these partitions.
+    X, y = _data(seed=4)
+    Xd, yd = da.from_array(X, chunks=(ROWS // 2, -1)), da.from_array(y, chunks=ROWS // 2)
+    settings = dict(SETTINGS, quantile=quantile, bandwidth=0.1, early_stopping=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DaskQuantileBoostingClassifier(client=client, **settings).fit(Xd, yd)
+        single = QuantileBoostingClassifier(backend="xgboost", **settings).fit(X, y)
+    np.testing.assert_allclose(_margins(model.booster_, X), _margins(single.booster_, X), rtol=0, atol=1e-9)
+    assert model.threshold_ == pytest.approx(single.threshold_, abs=1e-9)
+
+
 def test_weights_of_one_are_the_unweighted_fit_with_selection(client):
     # Every weighted step (held-out weights, intercept, objective, threshold) reduces to the unweighted one.
     Xd, yd = _row_id_data()

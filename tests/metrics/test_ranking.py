@@ -34,7 +34,8 @@ from tests._messages import exact, prefix
 
 
 def orders(scores):
-    """Every ranking of the rows by decreasing score, ties in every order (small inputs only)."""
+    """Every ranking of the rows by decreasing score, ties in every order (small inputs only: a run of r tied rows
+    has r! orders)."""
     runs = [list(np.flatnonzero(scores == value)) for value in sorted(set(scores.tolist()), reverse=True)]
     for choice in itertools.product(*[itertools.permutations(run) for run in runs]):
         yield [row for run in choice for row in run]
@@ -111,8 +112,10 @@ def test_no_query_with_a_relevant_row_is_nan_with_a_warning():
         assert math.isnan(M.ndcg_at_k([0, 0], [1.0, 2.0], [0, 0], 1))
 
 
+# At most 8 rows: the references enumerate every order of tied rows, and a query of 14 rows on 4 score values
+# could tie 14 rows (14! orders): a run that drew one hung the suite for minutes with 5 GB resident (2026-11-27).
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), n=st.integers(1, 14), k=st.integers(1, 5))
+@given(data=st.data(), n=st.integers(1, 8), k=st.integers(1, 5))
 def test_hypothesis_precision_and_ndcg_equal_the_references_and_ignore_the_row_order(data, n, k):
     y = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)))
     s = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=float)

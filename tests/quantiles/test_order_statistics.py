@@ -42,6 +42,28 @@ def test_point_quantile_k_definition_and_k_zero():
     assert Q.point_quantile(torch.arange(1.0, 101.0), 0.29) == 29.0
 
 
+@settings(max_examples=60, deadline=None)
+@given(values=score_lists, level=st.floats(0.05, 0.95), name=st.sampled_from(["lower_mean", "interval",
+                                                                             "harrell_davis"]))
+def test_tied_rows_take_the_positional_coefficients_in_row_order(values, level, name):
+    # The estimate's coefficient of each row is its sorted position's, ties in row order (a stable sort): the
+    # unit-weight weighted estimate's (and the distributed objective's) order, not an algorithm's choice.
+    scores = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    estimate = Q.QUANTILE_ESTIMATORS[name](scores, level, 0.1)
+    grad, = torch.autograd.grad(estimate, scores)
+    weighted = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    reference = Q.QUANTILE_ESTIMATORS[name](weighted, level, 0.1, weight=torch.ones(len(values), dtype=torch.float64))
+    expected, = torch.autograd.grad(reference, weighted)
+    torch.testing.assert_close(estimate, reference, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_lower_mean_gives_tied_rows_the_gradient_in_row_order():
+    scores = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64, requires_grad=True)
+    Q.lower_mean_quantile(scores, 0.5).backward()  # k = 2 of three tied zeros: the first two
+    assert scores.grad.tolist() == [0.0, 0.5, 0.5, 0.0]
+
+
 def test_point_quantile_gradient_is_one_hot():
     scores = torch.tensor([0.3, -1.0, 2.0, 0.1, 5.0], dtype=torch.float64, requires_grad=True)
     Q.point_quantile(scores, 0.4).backward()  # k = 2: the score 0.1

@@ -24,6 +24,12 @@ three sums ``G``, ``T``, ``L`` cross workers (:mod:`quantile_surrogate.boosting.
   are selected exactly, the values between them gathered on every worker, and each worker
   computes the tied ranks ``i* = below + #{window <= s}``, the weights and ``theta`` from the
   same numbers (so the same ``theta`` everywhere); its own rows' weights are those of their ranks.
+- **lower_mean, interval, harrell_davis**: their coefficients go by position (where ``(j - 1, j]``, or
+  ``(C_{j-1}, C_j]``, lies) and vanish outside a range of ranks
+  (:func:`~quantile_surrogate.quantiles._weighted.mass_window`); that range is gathered as the kernel's
+  window is, tied rows in worker then row order, and each worker computes the coefficients with
+  the single machine's ``window_coefficients`` from the weight below it. They take the weighted path
+  with weights of 1 when no worker has weights.
 
 **Row weights** ``v_i >= 0`` (the DMatrix's ``weight=``, frequency weights as on one machine): the
 loss is ``sum_{i in P} v_i l(z_i)`` and the threshold the weighted estimate of
@@ -42,7 +48,8 @@ import torch
 from ..objectives import get_objective
 from ..quantiles._kernel_window import sorted_tied_ranks, window_half_width
 from ..quantiles._rank_selection import floor_rank, normalised_weights
-from ..quantiles._weighted import kernel_coefficients, point_mass_target
+from ..quantiles._weighted import (MASS_WINDOWED, kernel_coefficients, mass_window, point_mass_target,
+                                  window_coefficients)
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
 from ..losses import SURROGATES
 from .._utils.checks import check_sample_weight
@@ -53,8 +60,8 @@ from .gradient import (EMPTY_SUBSET_MESSAGE, SURROGATE_CURVATURES, ZERO_WEIGHT_S
 
 __all__ = ["DISTRIBUTED_ESTIMATORS", "check_distributed_settings", "distributed_gradient_hessian"]
 
-#: The ``quantile=`` names the distributed objective computes exactly.
-DISTRIBUTED_ESTIMATORS = ("point", *KERNEL_OF_ESTIMATOR)
+#: The ``quantile=`` names the distributed objective computes exactly (Harrell-Davis to its Beta's 1e-18 tails).
+DISTRIBUTED_ESTIMATORS = ("point", *KERNEL_OF_ESTIMATOR, *MASS_WINDOWED)
 
 DISTRIBUTED_QUANTILE_MESSAGE = (
     "On several XGBoost workers (xgboost.dask) the objective computes the global threshold exactly for "
@@ -148,31 +155,49 @@ def _threshold(comm, values, keys, sizes, span, level, quantile, bandwidth):
     return float(key_values(select_ranks(comm, keys, [k], span))[0]), None
 
 
+def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, high_mass):
+    """The rows whose cumulative weight lies in ``(low_mass, high_mass]`` (and the rows tied with its edges), over
+    every worker: ``(window, weights, order, below, local)`` with ``window[order]`` ascending (ties in worker
+    order, then row order), ``below`` the weight under it, and ``local(c)`` mapping coefficients of the sorted
+    window to this worker's ``values`` (0 outside)."""
+    inside = [mass for mass in (low_mass, high_mass) if 0 < mass < total]  # else the edge is the data's end
+    found = dict(zip(inside, key_values(select_masses(comm, keys, prefix, inside, span)))) if inside else {}
+    low, high = found.get(low_mass, -np.inf), found.get(high_mass, np.inf)
+    window, mass, offset, (start, stop), below = gather_weighted_window(comm, values, weights, low, high)
+    order = np.argsort(window, kind="stable")
+
+    def local(coefficients):
+        out = np.zeros(values.size)
+        out[start:stop] = coefficients[np.argsort(order)][offset:offset + stop - start]
+        return out
+
+    return window, mass, order, below, local
+
+
 def _weighted_threshold(comm, values, weights, keys, total, span, level, quantile, bandwidth):
     """``(theta, coefficients or None)`` of the weighted estimate; None: one-hot on the first row holding ``theta``.
 
-    ``values`` ascending, ``weights`` (> 0) aligned; ``total`` the global weight ``W``. The kernel's
-    coefficients come back for this worker's ``values`` (0 outside the window).
+    ``values`` ascending (ties in row order), ``weights`` (> 0) aligned; ``total`` the global weight ``W``.
+    The coefficients come back for this worker's ``values`` (0 outside the estimator's window).
     """
     prefix = np.concatenate([[0.0], np.cumsum(weights)])
-    if quantile != "point":
+    if quantile in KERNEL_OF_ESTIMATOR:
         kernel = KERNEL_OF_ESTIMATOR[quantile]
         half = window_half_width(kernel, bandwidth, torch.float64)
-        low_mass, high_mass = total * (level - half), total * (level + half)  # the window's edges, by weight
-        inside = [mass for mass in (low_mass, high_mass) if 0 < mass < total]  # else the edge is the data's end
-        found = dict(zip(inside, key_values(select_masses(comm, keys, prefix, inside, span)))) if inside else {}
-        low, high = found.get(low_mass, -np.inf), found.get(high_mass, np.inf)
-        window, mass, offset, (start, stop), below = gather_weighted_window(comm, values, weights, low, high)
-        order = np.argsort(window, kind="stable")
+        window, mass, order, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
+                                                         total * (level - half), total * (level + half))
         cum = below + np.cumsum(mass[order])
         tied = cum[np.searchsorted(window[order], window[order], side="right") - 1]
         coefficients = kernel_coefficients(torch.from_numpy(tied), torch.from_numpy(mass[order]), total, level,
                                            bandwidth, kernel, torch.float64)
         if coefficients is not None:
-            theta = float(torch.dot(coefficients, torch.from_numpy(window[order])))
-            local = np.zeros(values.size)
-            local[start:stop] = coefficients.numpy()[np.argsort(order)][offset:offset + stop - start]
-            return theta, local
+            return float(torch.dot(coefficients, torch.from_numpy(window[order]))), local(coefficients.numpy())
+    elif quantile in MASS_WINDOWED:
+        window, mass, order, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
+                                                         *mass_window(quantile, total, level, bandwidth))
+        cum = torch.from_numpy(below + np.cumsum(mass[order]))
+        coefficients = window_coefficients(quantile, cum, below, total, level, bandwidth)
+        return float(torch.dot(coefficients, torch.from_numpy(window[order]))), local(coefficients.numpy())
     target = point_mass_target(level, total)
     return float(key_values(select_masses(comm, keys, prefix, [target], span))[0]), None
 
@@ -197,11 +222,13 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
     if weight is not None:
         in_subset = in_subset & (weight > 0)  # a row of weight 0 is no row of A
     subset_scores = scores[in_subset]
-    if weight is None:
+    positional = quantile in MASS_WINDOWED  # coefficients by position: tied rows differ, so their order is kept
+    if weight is None and not positional:
         values, order, subset_weight = np.sort(subset_scores), None, None
-    else:  # tied rows share C*_j, so any order of ties gives each row its coefficient (a_j ~ v_j K(C*_j))
-        order = np.argsort(subset_scores)
-        values, subset_weight = subset_scores[order], weight[in_subset][order]
+    else:  # a kernel's tied rows share C*_j and their coefficient: any order of ties serves there
+        order = np.argsort(subset_scores, kind="stable" if positional else None)
+        values = subset_scores[order]
+        subset_weight = None if weight is None else weight[in_subset][order]
     keys = float_keys(values)  # ascending, as the values are
     mass = float(values.size) if weight is None else float(subset_weight.sum())
     sizes, masses, weighted, span = _sizes_and_span(comm, keys, mass, weight is not None, error)
@@ -209,7 +236,7 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
         raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name)
                          + (ZERO_WEIGHT_SUFFIX if weighted else ""))
     level = 1.0 - float(target)
-    if weighted:  # over every worker: the rows' weights (1 where a worker has none)
+    if weighted or positional:  # over every worker: the rows' weights (1 where a worker has none)
         subset_weight = np.ones(values.size) if weight is None else subset_weight
         theta, coefficient = _weighted_threshold(comm, values, subset_weight, keys, float(masses.sum()), span,
                                                  level, quantile, bandwidth)

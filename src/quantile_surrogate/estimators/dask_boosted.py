@@ -116,8 +116,11 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         The recall, predicted positive rate or FPR; None is the objective's default target.
     form : {"fp", "tp"}, default="fp"
         For ``precision_at_rate``: eq. (9) or eq. (10).
-    quantile : {"kernel", "gaussian", "epanechnikov", "point"}, default="kernel"
-        The estimators the distributed objective computes exactly.
+    quantile : str, default="kernel"
+        One of ``"kernel"``, ``"gaussian"``, ``"epanechnikov"``, ``"point"``, ``"lower_mean"``,
+        ``"interval"``, ``"harrell_davis"``: the estimators the distributed objective computes exactly
+        (docs/distributed.md; ``lower_mean`` gathers every score of ``A`` below its level on every
+        worker each round: at scale prefer the point estimate or the kernel).
     bandwidth : float > 0 or "auto", default="auto"
         As in ``QuantileBoostingClassifier``: "auto" is ``30 / |A|`` clipped to [0.05, 0.3], ``|A|`` the
         training partitions' rows of ``A``.

@@ -42,14 +42,15 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from scipy.special import betainc
+from scipy.special import betainc, betaincinv
 
 from .._utils.counts import count
 from ._kernel_window import MIN_WINDOW_SIZE, host_values, weighted_window_selection
 from ._rank_selection import compute_dtype
 from .kernels import KERNEL_OF_ESTIMATOR, KERNELS
 
-__all__ = ["weighted_estimates", "WEIGHTED_ESTIMATORS", "point_mass_target", "kernel_coefficients"]
+__all__ = ["weighted_estimates", "WEIGHTED_ESTIMATORS", "point_mass_target", "kernel_coefficients", "MASS_WINDOWED",
+           "mass_window", "window_coefficients"]
 
 WEIGHTED_ESTIMATORS = ("point", "kernel", "gaussian", "epanechnikov", "lower_mean", "interval", "harrell_davis")
 
@@ -62,9 +63,9 @@ def _mass_floor(level: float, total: float) -> float:
     return float(count(level, total, "floor"))
 
 
-def _overlap(cum: torch.Tensor, low: float, high: float) -> torch.Tensor:
-    """``|(C_{j-1}, C_j] & (low, high]|`` for each ``j``."""
-    previous = torch.cat([cum.new_zeros(1), cum[:-1]])
+def _overlap(cum: torch.Tensor, low: float, high: float, below: float = 0.0) -> torch.Tensor:
+    """``|(C_{j-1}, C_j] & (low, high]|`` for each ``j`` (``C_0``: ``below``, the weight under these rows)."""
+    previous = torch.cat([cum.new_full((1,), below), cum[:-1]])
     return (cum.clamp(max=high) - previous.clamp(min=low)).clamp(min=0.0)
 
 
@@ -113,34 +114,65 @@ def _coefficients(name, sorted_values, cum, tied_cum, levels, bandwidth, dtype):
                                     KERNEL_OF_ESTIMATOR[name], dtype)
             # A compact kernel with no mass in its window falls back to the point estimate, as unweighted.
             a = _point(sorted_values, cum, level) if a is None else a
-        elif name == "lower_mean":
-            target = _mass_floor(level, total)
-            a = _overlap(cum, 0.0, target) / target
-        elif name == "interval":
-            a = _interval(cum, max(level - bandwidth, 0.0), min(level + bandwidth, 1.0))
-        else:  # harrell_davis
-            a = cum.new_tensor(_harrell_davis(cum.cpu().numpy(), total, level))
+        elif name == "harrell_davis" and (level <= 0.0 or level >= 1.0):
+            a = cum.new_zeros(cum.numel())
+            a[0 if level <= 0.5 else int(np.searchsorted(cum.cpu().numpy(), total * (1 - _SLACK)))] = 1.0
+        else:
+            a = window_coefficients(name, cum, 0.0, total, level, bandwidth)
         rows.append(a)
     return torch.stack(rows)
 
 
-def _interval(cum, low: float, high: float):
-    """The interval coefficients: the mass ``(floor(W low), floor(W high)]``, widened as ``interval_quantile`` does."""
-    total = float(cum[-1])
+MASS_WINDOWED = ("lower_mean", "interval", "harrell_davis")
+"""Estimators whose coefficients vanish outside a range of cumulative weight (:func:`mass_window`)."""
+
+_HD_TAIL = 1e-18
+"""Harrell-Davis: the Beta mass left out on each side of :func:`mass_window` (far below float64's 1e-16)."""
+
+
+def _interval_edges(total: float, low: float, high: float) -> tuple[float, float]:
+    """``(start, stop)``: the mass ``(floor(W low), floor(W high)]``, widened as ``interval_quantile`` does."""
     start = min(float(count(low, total, "floor", at_least_one=False)), max(total - 1.0, 0.0))
     stop = min(max(float(count(high, total, "floor", at_least_one=False)), start + min(1.0, total)), total)
-    return _overlap(cum, start, stop) / (stop - start)
+    return start, stop
 
 
-def _harrell_davis(cum: np.ndarray, total: float, level: float) -> np.ndarray:
-    if level <= 0.0 or level >= 1.0:
-        a = np.zeros(cum.size)
-        a[0 if level <= 0.5 else np.searchsorted(cum, total * (1 - _SLACK))] = 1.0
-        return a
+def _around(level: float, bandwidth: float) -> tuple[float, float]:
+    """The ``interval`` estimator's levels: ``[c - h, c + h]`` clipped to [0, 1] (``_interval_around``)."""
+    return max(level - bandwidth, 0.0), min(level + bandwidth, 1.0)
+
+
+def mass_window(name: str, total: float, level: float, bandwidth: float) -> tuple[float, float]:
+    """``(low, high)``: the estimator's coefficients are 0 on the rows whose ``(C_{j-1}, C_j]`` misses ``(low, high]``.
+
+    ``lower_mean``: ``(0, t]``; ``interval``: ``(start, stop]``; ``harrell_davis`` (level in (0, 1)): the
+    ``1e-18`` and ``1 - 1e-18`` quantiles of its Beta times ``W``, outside which its coefficients add to
+    less than ``2e-18`` (negligible, not 0). The distributed objective gathers only these rows.
+    """
+    if name == "lower_mean":
+        return 0.0, _mass_floor(level, total)
+    if name == "interval":
+        return _interval_edges(total, *_around(level, bandwidth))
     p, q = (total + 1) * level, (total + 1) * (1 - level)
-    cdf = betainc(p, q, np.concatenate([[0.0], np.minimum(cum / total, 1.0)]))
+    return total * float(betaincinv(p, q, _HD_TAIL)), total * float(betaincinv(p, q, 1.0 - _HD_TAIL))
+
+
+def window_coefficients(name: str, cum: torch.Tensor, below: float, total: float, level: float,
+                        bandwidth: float) -> torch.Tensor:
+    """The coefficients of :data:`MASS_WINDOWED` estimators on consecutive sorted rows with cumulative weights ``cum``.
+
+    ``below`` is the weight under the first row (0 for every row of ``A``), ``total`` the weight ``W`` of ``A``.
+    """
+    if name == "lower_mean":
+        target = _mass_floor(level, total)
+        return _overlap(cum, 0.0, target, below) / target
+    if name == "interval":
+        start, stop = _interval_edges(total, *_around(level, bandwidth))
+        return _overlap(cum, start, stop, below) / (stop - start)
+    p, q = (total + 1) * level, (total + 1) * (1 - level)
+    cdf = betainc(p, q, np.concatenate([[below / total], np.minimum(cum.cpu().numpy() / total, 1.0)]))
     a = np.diff(cdf)
-    return a / a.sum()
+    return cum.new_tensor(a / a.sum())
 
 
 def weighted_estimates(name: str, scores: torch.Tensor, weight: torch.Tensor, levels: Sequence[float],
@@ -183,7 +215,8 @@ def weighted_estimates(name: str, scores: torch.Tensor, weight: torch.Tensor, le
     tied_cum = cum[torch.searchsorted(sorted_values, sorted_values, right=True) - 1] \
         if name in KERNEL_OF_ESTIMATOR and interval is None else None
     if interval is not None:  # interval_quantile's explicit (low, high)
-        coefficients = _interval(cum, *interval).reshape(1, -1).to(dtype)
+        start, stop = _interval_edges(float(cum[-1]), *interval)
+        coefficients = (_overlap(cum, start, stop) / (stop - start)).reshape(1, -1).to(dtype)
     else:
         coefficients = _coefficients(name, sorted_values, cum, tied_cum, levels, bandwidth, dtype).to(dtype)
     picked = scores.index_select(0, rows).to(dtype)

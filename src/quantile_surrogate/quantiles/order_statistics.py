@@ -165,7 +165,9 @@ def lower_mean_quantile(scores: torch.Tensor, level: float, *, weight: torch.Ten
             check_weight_tensor(weight, scores.numel())
         return weighted_estimates("lower_mean", scores, weight, (level,), 0.0).reshape(())
     k = floor_rank(scores.numel(), level)
-    lowest = torch.topk(scores.to(compute_dtype(scores.dtype)), k, largest=False, sorted=False).values
+    # A stable sort: of rows tied at the k-th score the first ones, in row order, take the gradient (as the
+    # weighted and the distributed estimates do; torch.topk leaves that choice to its algorithm).
+    lowest = torch.sort(scores.to(compute_dtype(scores.dtype)), stable=True).values[:k]
     return lowest.mean().to(scores.dtype)
 
 
@@ -243,5 +245,5 @@ def interval_quantile(scores: torch.Tensor, low: float, high: float, *, weight: 
     n = scores.numel()
     start = min(count(low, n, "floor", at_least_one=False), n - 1)
     stop = max(count(high, n, "floor", at_least_one=False), start + 1)
-    lowest = torch.topk(scores.to(compute_dtype(scores.dtype)), stop, largest=False, sorted=True).values
+    lowest = torch.sort(scores.to(compute_dtype(scores.dtype)), stable=True).values  # ties in row order
     return lowest[start:stop].mean().to(scores.dtype)

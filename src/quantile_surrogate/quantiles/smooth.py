@@ -302,6 +302,6 @@ def harrell_davis_quantile(scores: torch.Tensor, level: float, *, weight: torch.
             check_weight_tensor(weight, scores.numel())
         return weighted_estimates("harrell_davis", scores, weight, (level,), 0.0).reshape(())
     dtype = compute_dtype(scores.dtype)
-    sorted_scores = torch.sort(scores.to(dtype)).values
+    sorted_scores = torch.sort(scores.to(dtype), stable=True).values  # tied rows take their weights in row order
     weights = harrell_davis_weights(scores.numel(), level, dtype, scores.device)
     return (weights * sorted_scores).sum().to(scores.dtype)
