@@ -8,9 +8,10 @@ import math
 
 import pytest
 import torch
+from scipy.special import betainc
 
 from quantile_surrogate.quantiles import QUANTILE_ESTIMATORS
-from quantile_surrogate.quantiles._weighted import WEIGHTED_ESTIMATORS, weighted_estimates
+from quantile_surrogate.quantiles._weighted import WEIGHTED_ESTIMATORS, mass_window, weighted_estimates
 
 LEVELS = (0.0, 0.1, 0.35, 0.5, 0.7, 0.93, 1.0)
 
@@ -64,3 +65,19 @@ def test_half_precision_scores_match_the_float64_weighted_estimate(name, n, dtyp
         expected = float(weighted_estimates(name, scores.double(), weight, (level,), 0.05))
         assert got.dtype == dtype
         assert float(got) == pytest.approx(expected, abs=half_ulp * abs(expected) + 1e-5), (name, level)
+
+
+@pytest.mark.parametrize("total", [10.0, 1000.0, 120000.0, 2.5e6])
+@pytest.mark.parametrize("level", [0.01, 0.1, 0.5, 0.95])
+def test_harrell_davis_window_leaves_out_1e18_of_the_beta_on_each_side(total, level):
+    # Outside (low, high] of cumulative weight the Harrell-Davis coefficients add to 1e-18 a side; the upper edge comes
+    # from the complementary Beta (1 - 1e-18 rounds to 1.0: the window would run to the end of A).
+    low, high = mass_window("harrell_davis", total, level, 0.05)
+    p, q = (total + 1) * level, (total + 1) * (1 - level)
+    assert 0.0 <= low < level * total < high <= total
+    if low > 0:
+        assert betainc(p, q, low / total) == pytest.approx(1e-18, rel=1e-6)
+    if high < total:
+        assert betainc(q, p, 1 - high / total) == pytest.approx(1e-18, rel=1e-6)
+    if total >= 1e5:  # about 9 standard deviations of the Beta a side, not the rest of A
+        assert high - low < 20 * (level * (1 - level) * total) ** 0.5

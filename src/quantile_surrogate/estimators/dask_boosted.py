@@ -203,7 +203,10 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
     gathers the held-out labels and, per block of rounds, the held-out margins
     (``4 (n_iter_no_change + 1)`` bytes per held-out row). With ``early_stopping=False`` the model
     is ``QuantileBoostingClassifier(backend="xgboost", early_stopping=False)``'s on the gathered
-    rows, up to float summation order (tests hold them to 1e-9 where XGBoost's bins coincide).
+    rows, up to float summation order (tests hold them to 1e-9 where XGBoost's bins coincide), for
+    the kernels; the point, ``lower_mean``, ``interval`` and ``harrell_davis`` estimates give tied
+    rows their coefficients in worker order, which follows the rows' only when Dask places the
+    partitions in order.
     ``X`` and ``y`` are persisted on the workers during ``fit``; ``decision_function`` and ``predict``
     return lazy Dask arrays. ``clone`` shares ``client``; pickling drops it (None: the default client).
 

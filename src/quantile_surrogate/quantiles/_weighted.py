@@ -154,7 +154,8 @@ def mass_window(name: str, total: float, level: float, bandwidth: float) -> tupl
     if name == "interval":
         return _interval_edges(total, *_around(level, bandwidth))
     p, q = (total + 1) * level, (total + 1) * (1 - level)
-    return total * float(betaincinv(p, q, _HD_TAIL)), total * float(betaincinv(p, q, 1.0 - _HD_TAIL))
+    # The upper edge from Beta(q, p)'s lower tail: 1 - 1e-18 is 1.0 in float64.
+    return total * float(betaincinv(p, q, _HD_TAIL)), total * (1.0 - float(betaincinv(q, p, _HD_TAIL)))
 
 
 def window_coefficients(name: str, cum: torch.Tensor, below: float, total: float, level: float,
