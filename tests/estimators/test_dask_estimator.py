@@ -205,7 +205,6 @@ def test_positional_estimators_train_on_dask_with_the_exact_threshold(client, qu
                                                **SETTINGS).fit(Xd, yd)
         expected = constraint_threshold(_margins(model.booster_, X), y, objective="precision_at_recall", target=0.8)
     assert model.threshold_ == expected and model.best_iteration_ == 5
-    assert model.get_params()["quantile"] == quantile
 
 
 def test_weights_of_one_are_the_unweighted_fit_with_selection(client):

@@ -165,10 +165,12 @@ def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, hig
     low, high = found.get(low_mass, -np.inf), found.get(high_mass, np.inf)
     window, mass, offset, (start, stop), below = gather_weighted_window(comm, values, weights, low, high)
     order = np.argsort(window, kind="stable")
+    position = np.empty_like(order)  # each gathered row's place in the sorted window (order's inverse)
+    position[order] = np.arange(order.size)
 
     def local(coefficients):
         out = np.zeros(values.size)
-        out[start:stop] = coefficients[np.argsort(order)][offset:offset + stop - start]
+        out[start:stop] = coefficients[position[offset:offset + stop - start]]
         return out
 
     return window, mass, order, below, local

@@ -147,22 +147,21 @@ def _per_partition(function, scores, labels, weights, *args) -> list:
 
 def _boundary(client, key_blocks, spans, spec, total: float, k, weighted: bool) -> float | None:
     """``s_[k]`` (a floor) or ``s_[k+1]`` (a ceiling) of ``A``, by count or by weight (module docstring); None when a
-    ceiling allows every row of ``A``."""
+    ceiling allows every row of ``A``.
+
+    From below: the first value whose cumulative count (weight) reaches ``W - k`` for a ceiling, or exceeds
+    it for a floor; with weights ``constraint_threshold``'s slack moves the mass (sums of floats), counts are
+    exact.
+    """
     span = (min(s[1] for s in spans), max(s[2] for s in spans))
-    if not weighted:
-        n = int(total)
-        if spec.bound == "at_most" and k >= n:
-            return None
-        rank = n - int(k) if spec.bound == "at_most" else n - max(int(k), 1) + 1  # from below
-        return float(key_values(dask_select_keys(client, key_blocks, [rank], span))[0])
-    slack = 1e-9 * total  # constraint_threshold's: cumulative weights are sums of floats
-    if spec.bound == "at_most":  # the weight from the top first exceeds k + slack
+    slack = 1e-9 * total if weighted else 0.0
+    if spec.bound == "at_most":  # from the top, the weight first exceeds k + slack
         mass = total - k - slack
         if mass <= 0:
             return None
         return float(key_values(dask_select_keys(client, key_blocks, [mass], span))[0])
-    mass = total - k + slack  # the weight from the top first reaches k - slack
-    return float(key_values(dask_select_keys(client, key_blocks, [min(mass, total)], span, side="right"))[0])
+    mass = min(total - k + slack, total)  # from the top, the weight first reaches k - slack
+    return float(key_values(dask_select_keys(client, key_blocks, [mass], span, side="right"))[0])
 
 
 def dask_constraint_threshold(client, scores, labels, *, objective: str, target: float, weights=None) -> float:
