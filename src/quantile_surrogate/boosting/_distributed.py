@@ -51,7 +51,7 @@ from ..quantiles._rank_selection import floor_rank, normalised_weights
 from ..quantiles._weighted import (MASS_WINDOWED, kernel_coefficients, mass_window, point_mass_target,
                                   window_coefficients)
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
-from ..losses import SURROGATES
+from ..losses.surrogates import SURROGATE_SLOPES, SURROGATES
 from .._utils.checks import check_sample_weight
 from ._collective import (Communicator, float_keys, gather_weighted_window, gather_window, key_values, select_masses,
                           select_ranks, span_entries, span_of)
@@ -207,13 +207,16 @@ def _weighted_threshold(comm, values, weights, keys, total, span, level, quantil
 def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objective="precision_at_recall",
                                  target=None, form="fp", quantile="kernel", bandwidth=0.05, surrogate="logistic",
                                  groups=None, logloss_weight=0.0, min_hessian=1e-6,
-                                 sample_weight=None) -> GradientHessian:
+                                 sample_weight=None, with_loss=True) -> GradientHessian:
     """:func:`~quantile_surrogate.boosting.objective_gradient_hessian` of this worker's rows, the threshold global.
 
     The arguments are those of ``objective_gradient_hessian`` plus ``comm``; ``groups`` raises
     ``ValueError``, and so does a ``quantile`` outside :data:`DISTRIBUTED_ESTIMATORS`. A local
     failure (bad labels or weights, non-finite scores) is shared with every worker before anyone
-    raises, so no worker waits forever. ``loss`` is the global one.
+    raises, so no worker waits forever. ``loss`` is the global one; with ``with_loss=False`` it is
+    NaN and not computed (the surrogate's value, whose ``log1p`` is a third of the call on 500,000
+    rows, is not needed for a tree: the XGBoost objective passes False), and ``grad`` and ``hess``
+    are the same bits.
     """
     check_distributed_settings(quantile, groups)
     spec = get_objective(objective)
@@ -257,7 +260,7 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
         kept = coefficient != 0
         rows, coefficient = np.flatnonzero(in_subset)[kept], coefficient[kept]
     return _gradient_hessian(comm, scores, positive, spec.penalized[form] == "negatives", theta, (rows, coefficient),
-                             holders, in_subset, surrogate, logloss_weight, min_hessian, weight)
+                             holders, in_subset, surrogate, logloss_weight, min_hessian, weight, with_loss)
 
 
 def _unsorted(coefficients, order, values, subset_scores):
@@ -271,10 +274,11 @@ def _unsorted(coefficients, order, values, subset_scores):
 
 
 def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, holders, in_subset, surrogate,
-                      logloss_weight, min_hessian, weight=None):
+                      logloss_weight, min_hessian, weight=None, with_loss=True):
     """The rows' gradient and Hessian, after one SUM of ``3 + W`` float64: ``G``, ``T``, the loss, the holders.
 
-    Autograd differentiates the surrogate in ``z = ±(F - theta)`` alone: ``dL/dF_i = ±dL/dz_i`` and
+    The surrogate is differentiated in ``z = ±(F - theta)`` alone, by its slope
+    (``SURROGATE_SLOPES``: autograd's numbers without the loss or a graph): ``dL/dF_i = ±dL/dz_i`` and
     ``dL/dtheta = ∓sum_i dL/dz_i``. The threshold's terms ``G w_j`` and ``T w_j`` are added on the
     rows ``row_weights = (rows, w)`` whose weight is not 0 only (the point rule's one row is found
     here); ``T`` and ``w`` are never negative, so ``|T w_j| = T w_j``. ``weight``: the rows' weights
@@ -282,14 +286,13 @@ def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, hol
     """
     positive = torch.from_numpy(positive)
     penalized = ~positive if negatives else positive
-    z = torch.from_numpy(scores - theta if negatives else theta - scores).requires_grad_(True)
+    z = torch.from_numpy(scores - theta if negatives else theta - scores)
     counted = penalized.to(torch.float64)
     row_weight = None if weight is None else torch.from_numpy(weight)
     if row_weight is not None:
         counted = counted * row_weight
-    loss = torch.dot(SURROGATES[surrogate](z), counted)
-    per_row, = torch.autograd.grad(loss, z)
-    z = z.detach()
+    loss = float(torch.dot(SURROGATES[surrogate](z), counted)) if with_loss else 0.0
+    per_row = SURROGATE_SLOPES[surrogate](z, counted)
     own = per_row if negatives else per_row.neg_()  # dL/dF
     slope = -float(own.sum())  # dL/dtheta: z moves against F in both forms
     # theta is finite here, so row_curvature's NaN guard has nothing to do.
@@ -297,7 +300,7 @@ def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, hol
     log_terms = logloss_terms(torch.from_numpy(scores), positive, logloss_weight, row_weight) if logloss_weight \
         else None
     log_loss = log_terms[2] if logloss_weight else 0.0
-    local = np.concatenate([[slope, float(curvature.sum()), float(loss.detach()) + log_loss], holders])
+    local = np.concatenate([[slope, float(curvature.sum()), loss + log_loss], holders])
     total = comm.allreduce(local, "sum")
     rows, weight = row_weights
     if total[3:].any():  # the point rule: one-hot on the first row of A holding theta, on the first worker holding it
@@ -311,4 +314,4 @@ def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, hol
     grad[rows] += total[0] * weight
     hess[rows] += total[1] * weight
     np.maximum(hess, min_hessian, out=hess)
-    return GradientHessian(float(total[2]), grad, hess, np.asarray(theta))
+    return GradientHessian(float(total[2]) if with_loss else float("nan"), grad, hess, np.asarray(theta))

@@ -175,7 +175,8 @@ class BoostingObjective:
             out = distributed_gradient_hessian(
                 comm, preds, labels, objective=self.objective, target=self.target, form=self.form,
                 quantile=self.quantile, bandwidth=self.bandwidth, surrogate=self.surrogate, groups=self.groups,
-                logloss_weight=self.logloss_weight, min_hessian=self.min_hessian, sample_weight=sample_weight)
+                logloss_weight=self.logloss_weight, min_hessian=self.min_hessian, sample_weight=sample_weight,
+                with_loss=False)  # a tree needs the gradient only
         return out.grad.reshape(preds.shape), out.hess.reshape(preds.shape)
 
 

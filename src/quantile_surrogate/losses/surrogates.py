@@ -12,12 +12,15 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-__all__ = ["SURROGATES"]
+__all__ = ["SURROGATES", "SURROGATE_SLOPES"]
+
+#: ``F.softplus``'s defaults: above ``z = 20`` it returns ``z`` and its derivative is 1.
+_SOFTPLUS_BETA, _SOFTPLUS_THRESHOLD = 1.0, 20.0
 
 
 def _logistic(z: torch.Tensor) -> torch.Tensor:
     # log(1 + exp(z)) overflows for large z; softplus(z) = max(z, 0) + log1p(exp(-|z|)) does not.
-    return F.softplus(z)
+    return F.softplus(z, beta=_SOFTPLUS_BETA, threshold=_SOFTPLUS_THRESHOLD)
 
 
 def _hinge(z: torch.Tensor) -> torch.Tensor:
@@ -30,4 +33,25 @@ def _hinge(z: torch.Tensor) -> torch.Tensor:
 SURROGATES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "logistic": _logistic,
     "hinge": _hinge,
+}
+
+
+def _logistic_slope(z: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+    # softplus's own backward kernel, the one autograd runs for _logistic: e^z / (1 + e^z) (1 above the
+    # threshold), in one pass. Autograd through softplus would first compute the loss (its log1p is
+    # most of the cost) and keep the graph.
+    return torch.ops.aten.softplus_backward(upstream, z, _SOFTPLUS_BETA, _SOFTPLUS_THRESHOLD)
+
+
+def _hinge_slope(z: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+    # clamp_min's backward: the gradient passes where 1 + z >= 0 (the kink included), as autograd's does.
+    return torch.where(1.0 + z >= 0.0, upstream, torch.zeros((), dtype=upstream.dtype))
+
+
+#: ``upstream * l'(z)`` of each surrogate, elementwise: bit for bit the gradient that autograd gives ``z``
+#: from ``torch.dot(SURROGATES[name](z), upstream)``, without computing the loss (for a caller that needs
+#: the gradient alone: the distributed boosting objective, on every row of every round).
+SURROGATE_SLOPES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "logistic": _logistic_slope,
+    "hinge": _hinge_slope,
 }
