@@ -45,6 +45,10 @@ kept one in ten, with their inverse sampling rate): every fit and every timed ru
 them (the DMatrix's ``weight=``, ``fit(sample_weight=...)``, and :func:`logloss_objective` multiplies
 by them), the test part is unweighted.
 
+``--repeats R`` times each objective's rounds R times, the three objectives in turn, and pools each
+objective's rounds (without each run's first): on a shared machine whose speed drifts over minutes
+a single run's three segments can differ by more than the objectives do (docs/distributed.md).
+
 ``--quick`` (10^4 rows, 2 workers as threads, 5 rounds, 4 partitions: seconds) is what
 tests/cross/test_dask_benchmark.py runs. ``--out`` is never overwritten.
 """
@@ -171,27 +175,36 @@ def row_weights(y):
 
 
 # -- one cluster ------------------------------------------------------------------------------------
-def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool, weight=None) -> dict:
+def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool, weight=None,
+              repeats: int = 1) -> dict:
     """Seconds per round of ``binary:logistic``, of :func:`logloss_objective` and of the quantile objective, and
-    the quantile objective's reductions per round (rank 0)."""
+    the quantile objective's reductions per round (rank 0). With ``repeats`` the three runs are made that many
+    times in turn, and each objective's seconds are its runs' rounds one after the other."""
     from xgboost import dask as dxgb
 
     dtrain = dxgb.DaskDMatrix(client, X, y, weight=weight)
     mean = y.mean() if weight is None else (y * weight).sum() / weight.sum()
     params = {"nthread": 1, "verbosity": 0, "tree_method": "hist", "base_score": float(mean.compute())}
-    logloss = dxgb.train(client, {**params, "objective": "binary:logistic"}, dtrain, num_boost_round=rounds,
-                         callbacks=[_round_timer()], verbose_eval=False)["booster"]
-    custom = dxgb.train(client, {**params, "disable_default_eval_metric": 1}, dtrain, num_boost_round=rounds,
-                        obj=logloss_objective, callbacks=[_round_timer()], verbose_eval=False)["booster"]
-    client.run(_install_counter)
     fn = xgboost_objective(OBJECTIVE, TARGET, quantile=quantile, bandwidth=bandwidth)
-    quantile_run = dxgb.train(client, {**params, "disable_default_eval_metric": 1}, dtrain, num_boost_round=rounds,
-                              obj=fn, callbacks=[_round_timer()], verbose_eval=False)["booster"]
+    client.run(_install_counter)
+    seconds = {"logloss_s": [], "custom_logloss_s": [], "quantile_s": []}
+    for _ in range(repeats):  # in turn, so that a slow spell of the machine falls on every objective
+        for name, extra, obj in (("logloss_s", {"objective": "binary:logistic"}, None),
+                                 ("custom_logloss_s", {"disable_default_eval_metric": 1}, logloss_objective),
+                                 ("quantile_s", {"disable_default_eval_metric": 1}, fn)):
+            booster = dxgb.train(client, {**params, **extra}, dtrain, num_boost_round=rounds, obj=obj,
+                                 callbacks=[_round_timer()], verbose_eval=False)["booster"]
+            seconds[name].append(_round_seconds(booster))
     records = list(client.run(_read_counter).values())
     calls = [c for c in (sum(records, []) if processes else records[0]) if c[0] == 0]  # threads share one list
-    return dict(logloss_s=_round_seconds(logloss), quantile_s=_round_seconds(quantile_run),
-                custom_logloss_s=_round_seconds(custom),
-                reductions_per_round=len(calls) / rounds, bytes_per_round=sum(b for _, b in calls) / rounds)
+    return dict(**{name: np.concatenate(runs) for name, runs in seconds.items()},
+                reductions_per_round=len(calls) / (rounds * repeats),
+                bytes_per_round=sum(b for _, b in calls) / (rounds * repeats))
+
+
+def after_first(seconds: np.ndarray, rounds: int) -> np.ndarray:
+    """The rounds of :func:`per_round`'s seconds without each run's first (XGBoost's one-time work)."""
+    return np.delete(seconds, np.arange(0, seconds.size, rounds))
 
 
 def run_cluster(workers: int, args, settings: dict, test) -> dict:
@@ -205,14 +218,15 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
         start = time.perf_counter()
         model = DaskQuantileBoostingClassifier(client=client, **settings).fit(X, y, sample_weight=weight)
         fit_s = time.perf_counter() - start
-        rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes, weight)
+        rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes, weight,
+                           args.repeats)
+        later = {name: after_first(rounds[name], args.rounds) for name in ("logloss_s", "quantile_s", "custom_logloss_s")}
         decision = model.decision_function(dask_data(len(y_test), 2, first=args.partitions, seed=args.seed)[0])
         precision = objective_metric(y_test, decision.compute(), objective=OBJECTIVE, target=TARGET)
     return dict(workers=workers, logloss_s_per_round=rounds["logloss_s"].mean(),
                 quantile_s_per_round=rounds["quantile_s"].mean(),
-                custom_logloss_s_after_first=rounds["custom_logloss_s"][1:].mean(),
-                logloss_s_after_first=rounds["logloss_s"][1:].mean(),
-                quantile_s_after_first=rounds["quantile_s"][1:].mean(),
+                custom_logloss_s_after_first=later["custom_logloss_s"].mean(),
+                logloss_s_after_first=later["logloss_s"].mean(), quantile_s_after_first=later["quantile_s"].mean(),
                 logloss_s_median=float(np.median(rounds["logloss_s"])),
                 quantile_s_median=float(np.median(rounds["quantile_s"])), logloss_s=rounds["logloss_s"],
                 quantile_s=rounds["quantile_s"], custom_logloss_s=rounds["custom_logloss_s"],
@@ -238,7 +252,7 @@ def run(args) -> pd.DataFrame:
     for workers in args.workers:
         row = run_cluster(workers, args, settings, test)
         rows.append(dict(rows=args.rows, partitions=args.partitions, processes=args.processes, rounds=args.rounds,
-                         quantile=args.quantile, weights=args.weights, **row, **single_row))
+                         quantile=args.quantile, weights=args.weights, repeats=args.repeats, **row, **single_row))
     return pd.DataFrame(rows)
 
 
@@ -249,9 +263,11 @@ def summary(frame: pd.DataFrame) -> str:
              "P@R0.9 Dask | P@R0.9 one machine | fit s (Dask / one) | quantile rounds kept (Dask / one) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in frame.itertuples():
-        lines.append(f"| {row.workers} | {mean_se(row.logloss_s[1:])} | {mean_se(row.quantile_s[1:])} | "
+        later = {name: after_first(getattr(row, name), row.rounds) for name in ("logloss_s", "quantile_s",
+                                                                                 "custom_logloss_s")}
+        lines.append(f"| {row.workers} | {mean_se(later['logloss_s'])} | {mean_se(later['quantile_s'])} | "
                      f"{row.quantile_s_after_first / row.logloss_s_after_first:.2f} | "
-                     f"{mean_se(row.custom_logloss_s[1:])} "
+                     f"{mean_se(later['custom_logloss_s'])} "
                      f"({row.custom_logloss_s_after_first / row.logloss_s_after_first:.2f}) | "
                      f"{row.logloss_s[0]:.2f} / {row.quantile_s[0]:.2f} | "
                      f"{row.logloss_s_median:.3f} / {row.quantile_s_median:.3f} | "
@@ -260,11 +276,13 @@ def summary(frame: pd.DataFrame) -> str:
                      f"{row.dask_fit_s:.1f} / {row.single_fit_s:.1f} | {row.dask_rounds_kept} / "
                      f"{row.single_rounds_kept} |")
     first = frame.iloc[0]
-    lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds, "
+    repeats = int(first.get("repeats", 1))
+    lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds"
+                 f"{f' in each of {repeats} runs an objective, the three objectives in turn' if repeats > 1 else ''}, "
                  f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}"
                  f"{f', negatives weigh {NEGATIVE_WEIGHT:g} (--weights)' if first.get('weights', False) else ''}; "
-                 "seconds per round are rank 0's, mean ± s.e. over the rounds after the first (XGBoost's "
-                 "one-time work makes it slow: given apart), and the median of all.")
+                 "seconds per round are rank 0's, mean ± s.e. over the rounds after the first of each run (XGBoost's "
+                 "one-time work makes it slow: given apart, the first run's), and the median of all.")
     return "\n".join(lines)
 
 
@@ -280,12 +298,17 @@ def parse(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weights", action="store_true",
                         help=f"negative rows weigh {NEGATIVE_WEIGHT:g} in every fit (the test part is unweighted)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="time each objective's rounds this many times, the objectives in turn (a slow spell of a "
+                             "shared machine then falls on each)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV (and a .md summary beside it); never overwritten")
     args = parser.parse_args(argv)
     problem = None if args.out is None else out_problem(args.out)
     if problem:
         parser.error(problem)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1; got {args.repeats}.")
     args.workers = [int(w) for w in names(args.workers, WORKERS, "--workers")]
     if args.quick:
         vars(args).update(QUICK)

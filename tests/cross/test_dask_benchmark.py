@@ -18,7 +18,7 @@ from tests._benchmarks import load  # noqa: E402
 def quick(tmp_path_factory):
     bench = load("dask_boosting")
     out = tmp_path_factory.mktemp("dask") / "quick.csv"
-    frame = bench.main(["--quick", "--out", str(out)])
+    frame = bench.main(["--quick", "--repeats", "2", "--out", str(out)])
     return bench, out, frame, pd.read_csv(out)
 
 
@@ -39,13 +39,21 @@ def test_reductions_are_counted_and_within_the_docs_formula(quick):
     # kernel: 4 + 2R reductions a round (3 when the window covers A), R in 1..8 selection rounds
     assert 3 <= row.reductions_per_round <= 4 + 2 * 8
     assert 0 < row.reduction_bytes_per_round < 2e6
-    assert len(frame.quantile_s[0]) == len(frame.logloss_s[0]) == 5 and (frame.quantile_s[0] > 0).all()
-    # every round's seconds are in the CSV; the summary's statistics are theirs
+    # two runs of 5 rounds each (--repeats 2): every round's seconds are in the CSV, the summary's statistics theirs
+    assert len(frame.quantile_s[0]) == len(frame.logloss_s[0]) == 10 and (frame.quantile_s[0] > 0).all()
     seconds = np.array(row.quantile_s_rounds.split(), dtype=float)
     np.testing.assert_allclose(seconds, frame.quantile_s[0], atol=1e-6)
     assert row.quantile_s_median == pytest.approx(np.median(frame.quantile_s[0]))
-    assert row.quantile_s_after_first == pytest.approx(frame.quantile_s[0][1:].mean())
-    assert len(row.custom_logloss_s_rounds.split()) == 5
+    assert row.quantile_s_after_first == pytest.approx(np.r_[frame.quantile_s[0][1:5], frame.quantile_s[0][6:]].mean())
+    assert len(row.custom_logloss_s_rounds.split()) == 10 and row.repeats == 2
+
+
+def test_after_first_drops_each_runs_first_round():
+    bench = load("dask_boosting")
+    np.testing.assert_array_equal(bench.after_first(np.arange(9.0), 3), [1, 2, 4, 5, 7, 8])
+    np.testing.assert_array_equal(bench.after_first(np.arange(4.0), 4), [1, 2, 3])
+    with pytest.raises(SystemExit):
+        bench.parse(["--repeats", "0"])
 
 
 def test_the_custom_log_loss_is_binary_logistics_gradient_and_hessian(quick):
