@@ -165,8 +165,11 @@ def test_integer_weights_are_the_rows_repeated_with_the_same_folds(standardize):
 def test_groups_are_trained_and_scored_per_group_and_refitted_with_a_threshold_each():
     X, y = _data(400, 4)
     groups = np.where(X[:, 1] > 0, "a", "b")
+    # boosting=None: the reference below refits the neural families. With the trees family too, which family wins
+    # here depends on LightGBM's bits (with the packages a fresh install resolved in the tenth session of 2026-11-27
+    # the trees did, by the average-precision rule, and the reference had no trees).
     clf = QuantileClassifierCV(target=0.9, alphas=(1e-3,), bandwidths=(0.1,), hidden_layer_sizes_grid=((), (4,)),
-                               cv=3, random_state=0,
+                               cv=3, random_state=0, boosting=None,
                                estimator=QuantileClassifier(max_epochs=5, **PLAIN)).fit(X, y, sensitive_features=groups)
     assert list(clf.groups_) == ["a", "b"] and clf.group_thresholds_.shape == (2,)
     predicted = clf.predict(X, sensitive_features=groups) == 1
@@ -385,5 +388,5 @@ def test_a_group_splitter_gets_fits_groups_never_the_sensitive_features():
     clf.fit(X, y, sensitive_features=sex, groups=sessions)
     assert len(seen) == 1 and np.array_equal(seen[0], sessions)
     assert clf.groups_.tolist() == ["f", "m"]
-    for train, held in k_folds(y, None, clf.cv, 0, X=X, groups=sessions):
-        assert not set(sessions[train]) & set(sessions[held])  # a session never straddles
+    for fit_rows, held in k_folds(y, None, clf.cv, 0, X=X, groups=sessions):
+        assert not set(sessions[fit_rows]) & set(sessions[held])  # a session never straddles
