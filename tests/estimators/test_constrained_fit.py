@@ -47,10 +47,15 @@ def test_the_issue_contract_one_group_blind_threshold_that_narrows_the_gap(objec
 def test_the_report_without_held_out_rows_is_the_numpy_value_at_the_threshold():
     X, y, g = _data(600)
     constraints = [gap("recall", at_most=0.05), rate("fpr", at_most=0.3), rate("recall", at_least=0.6, in_each_group=True)]
-    clf = QuantileClassifier(target=0.8, constraints=constraints, early_stopping=False, max_epochs=30,
-                             random_state=0).fit(X, y, sensitive_features=g)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = QuantileClassifier(target=0.8, constraints=constraints, early_stopping=False, max_epochs=30,
+                                 random_state=0).fit(X, y, sensitive_features=g)
     decision = clf.decision_function(X)
     entries = clf.constraint_report_["constraints"]
+    # one warning for each constraint not met on the training rows (none were held out), naming it
+    unmet = [e["constraint"] for e in entries if not e["met"]]
+    assert unmet and [str(w.message).split("'")[1] for w in caught if "training rows" in str(w.message)] == unmet
     assert clf.constraint_report_["checked_on"] == "train" and entries[0]["held_out"] is None
     recalls = [float((decision > 0)[(g == k) & (y == 1)].mean()) for k in ("a", "b")]
     assert entries[0]["train"] == pytest.approx(max(recalls) - min(recalls), abs=1e-4)
@@ -76,6 +81,28 @@ def test_a_constraint_not_met_held_out_is_warned_about_and_reported():
     report = clf.constraint_report_
     assert not report["feasible"] and not report["constraints"][0]["feasible"]
     assert "no epoch met every constraint" in report["chosen"]
+
+
+def test_a_group_too_small_to_split_trains_on_every_row_and_warns_on_the_training_rows():
+    # Group "c" holds 3 positives: no validation split keeps rows of A of every group on both sides. Such a fit fell
+    # into the K-fold selection, whose folds drop the constraints' groups, and raised "pass `groups=`".
+    X, y, g = _data(600)
+    g = g.astype(object)
+    g[np.flatnonzero(y == 1)[:3]] = "c"
+    g[np.flatnonzero(y == 0)[:20]] = "c"
+    with pytest.warns(UserWarning, match=r"'recall gap <= 0' is not met on the training rows: .*no validation split"):
+        clf = QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=0.0)], max_epochs=5, n_restarts=1,
+                                 random_state=0).fit(X, y, sensitive_features=g)
+    report = clf.constraint_report_
+    assert report["checked_on"] == "train" and clf.selection_ is None and not report["constraints"][0]["met"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a constraint that holds on the training rows: no warning
+        loose = QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=1.0)], max_epochs=5, n_restarts=1,
+                                   random_state=0).fit(X, y, sensitive_features=g)
+    assert loose.constraint_report_["constraints"][0]["met"]
+    with pytest.warns(UserWarning, match=r"no rows were held out to check it on \(early_stopping=False\)"):
+        QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=0.0)], max_epochs=5, n_restarts=1,
+                           early_stopping=False, random_state=0).fit(X, y, sensitive_features=g)
 
 
 def test_group_thresholds_true_keeps_one_threshold_per_group_and_the_constraints():

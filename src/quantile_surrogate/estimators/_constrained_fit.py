@@ -31,6 +31,12 @@ GROUPS_ENTER_NOTHING = ("`sensitive_features` set no threshold (group_thresholds
 CONSTRAINT_NOT_MET_MESSAGE = ("The constraint {name!r} could not be met: held out {value} (standard error {se}), training "
                               "rows {train}, against its bound {bound:g}; no epoch met every constraint on the fit rows "
                               "and within one standard error held out. See constraint_report_.")
+CONSTRAINT_NOT_MET_TRAIN_MESSAGE = ("The constraint {name!r} is not met on the training rows: {train} against its bound "
+                                    "{bound:g}, and no rows were held out to check it on ({why}). See "
+                                    "constraint_report_.")
+NO_HELD_OUT_EARLY_STOPPING = "early_stopping=False"
+NO_HELD_OUT_SPLIT = ("no validation split was possible: some (class, group) has too few rows; more rows, or fewer, "
+                     "larger groups")
 
 
 def _rounded(value):
@@ -131,7 +137,8 @@ class ConstrainedFitSteps:
                     group_thresholds=threshold_codes is not None)
 
     def _report_constraints(self, scores, y01, codes, n_fit, weight, result) -> None:
-        """``constraint_report_`` (None without constraints), and a warning for each constraint not met held out."""
+        """``constraint_report_`` (None without constraints), and a warning for each constraint not met held out, or
+        not met on the training rows where none were held out."""
         constraints = self._constraint_list()
         if not constraints:
             self.constraint_report_ = None
@@ -140,6 +147,12 @@ class ConstrainedFitSteps:
         report = constraint_report(constraints, scores, y01, codes, threshold, n_fit, result, weight)
         self.constraint_report_ = report
         if report["checked_on"] != "held_out":
+            why = NO_HELD_OUT_SPLIT if self.early_stopping == "auto" or self.early_stopping else NO_HELD_OUT_EARLY_STOPPING
+            for entry in report["constraints"]:
+                if not entry["met"]:
+                    warnings.warn(CONSTRAINT_NOT_MET_TRAIN_MESSAGE.format(name=entry["constraint"], train=entry["train"],
+                                                                          bound=entry["bound"], why=why),
+                                  UserWarning, stacklevel=4)
             return
         for entry in report["constraints"]:
             if not entry["feasible"]:

@@ -120,10 +120,14 @@ class QuantileFitSteps:
         """The number of folds for K-fold selection, or None where it does not apply.
 
         It applies with ``early_stopping="auto"`` up to :data:`AUTO_VALIDATION_ROWS` rows,
-        without groups or a checkpoint (a checkpoint resumes one training run), and when every
-        class has at least ``MIN_ROWS_PER_STRATUM`` rows in every fold.
+        without groups, constraints (the folds would drop their groups; a constrained fit that
+        could not split off validation rows trains on every row) or a checkpoint (a checkpoint
+        resumes one training run), and when every class has at least ``MIN_ROWS_PER_STRATUM``
+        rows in every fold.
         """
         if self.early_stopping != "auto" or len(y01) > AUTO_VALIDATION_ROWS or codes is not None:
+            return None
+        if getattr(self, "constraints", None):
             return None
         if self.checkpoint is not None or self.selection_folds < 2:
             return None

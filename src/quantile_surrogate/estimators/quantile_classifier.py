@@ -160,7 +160,9 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
         rows (stratified by class and group), and the model kept is the best epoch that meets every
         constraint on those rows and on the fit rows at the deployed threshold (the best held-out metric
         among them), else the one with the smallest excess, with a ``UserWarning`` naming each
-        constraint not met held out.
+        constraint not met held out. Where no split can keep rows of every (class, group) on both
+        sides (a group with a handful of positives), or with ``early_stopping=False``, it trains on
+        every row, checks the constraints there, and warns about each one not met on them.
         ``constraint_report_`` has the numbers. One deterministic model, no randomised classifier.
     group_thresholds : bool or "auto", default="auto"
         What ``sensitive_features`` do. True: one threshold per group (the objective's rate in every
