@@ -214,9 +214,9 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
     ``ValueError``, and so does a ``quantile`` outside :data:`DISTRIBUTED_ESTIMATORS`. A local
     failure (bad labels or weights, non-finite scores) is shared with every worker before anyone
     raises, so no worker waits forever. ``loss`` is the global one; with ``with_loss=False`` it is
-    NaN and not computed (the surrogate's value, whose ``log1p`` is a third of the call on 500,000
-    rows, is not needed for a tree: the XGBoost objective passes False), and ``grad`` and ``hess``
-    are the same bits.
+    NaN and not computed (a tree needs the gradient alone: the XGBoost objective passes False; the
+    surrogate's value is the dearest part of the rows' arithmetic, its ``log1p``), and ``grad`` and
+    ``hess`` are the same bits.
     """
     check_distributed_settings(quantile, groups)
     spec = get_objective(objective)

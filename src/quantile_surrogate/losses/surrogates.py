@@ -45,7 +45,7 @@ def _logistic_slope(z: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
 
 def _hinge_slope(z: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
     # clamp_min's backward: the gradient passes where 1 + z >= 0 (the kink included), as autograd's does.
-    return torch.where(1.0 + z >= 0.0, upstream, torch.zeros((), dtype=upstream.dtype))
+    return torch.where(1.0 + z >= 0.0, upstream, torch.zeros((), dtype=upstream.dtype, device=upstream.device))
 
 
 #: ``upstream * l'(z)`` of each surrogate, elementwise: bit for bit the gradient that autograd gives ``z``
