@@ -46,8 +46,8 @@ them (the DMatrix's ``weight=``, ``fit(sample_weight=...)``, and :func:`logloss_
 by them), the test part is unweighted.
 
 ``--repeats R`` times each objective's rounds R times, the three objectives in turn, and pools each
-objective's rounds (without each run's first): on a shared machine whose speed drifts over minutes
-a single run's three segments can differ by more than the objectives do (docs/distributed.md).
+objective's rounds (without each run's first): on a shared machine whose speed drifts over minutes,
+a drift then falls on every objective instead of on one segment (docs/distributed.md).
 
 ``--quick`` (10^4 rows, 2 workers as threads, 5 rounds, 4 partitions: seconds) is what
 tests/cross/test_dask_benchmark.py runs. ``--out`` is never overwritten.
@@ -220,7 +220,8 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
         fit_s = time.perf_counter() - start
         rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes, weight,
                            args.repeats)
-        later = {name: after_first(rounds[name], args.rounds) for name in ("logloss_s", "quantile_s", "custom_logloss_s")}
+        later = {name: after_first(rounds[name], args.rounds)
+                 for name in ("logloss_s", "quantile_s", "custom_logloss_s")}
         decision = model.decision_function(dask_data(len(y_test), 2, first=args.partitions, seed=args.seed)[0])
         precision = objective_metric(y_test, decision.compute(), objective=OBJECTIVE, target=TARGET)
     return dict(workers=workers, logloss_s_per_round=rounds["logloss_s"].mean(),
@@ -278,7 +279,7 @@ def summary(frame: pd.DataFrame) -> str:
     first = frame.iloc[0]
     repeats = int(first.get("repeats", 1))
     lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds"
-                 f"{f' in each of {repeats} runs an objective, the three objectives in turn' if repeats > 1 else ''}, "
+                 f"{f' a run, each objective timed in {repeats} runs, the three in turn' if repeats > 1 else ''}, "
                  f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}"
                  f"{f', negatives weigh {NEGATIVE_WEIGHT:g} (--weights)' if first.get('weights', False) else ''}; "
                  "seconds per round are rank 0's, mean ± s.e. over the rounds after the first of each run (XGBoost's "

@@ -112,8 +112,8 @@ def test_large_data_with_the_log_loss_and_the_hinge(quantile):
 def test_without_the_loss_the_rows_are_the_same_bits(surrogate, weighted, negatives, holds_theta):
     # The XGBoost objective skips the loss (a tree needs only the gradient): the same reduction, the same rows.
     # Given the threshold and its weights, not end to end: the weighted Gaussian kernel's coefficients, computed in
-    # worker threads from the same inputs, differed by up to 2e-13 relative in about one run of this file in ten
-    # (at 9cc0021 too, before this path; cause not found). The end-to-end tests above compare at 1e-12.
+    # worker threads from the same inputs, differed by up to 2e-13 relative in about one run in ten of this file
+    # with two others (at 9cc0021 too, before this path; cause not found). The end-to-end tests above compare at 1e-12.
     scores, labels, _ = _layout("ties", 300, seed=3)
     rng = np.random.default_rng(3)
     weight = rng.integers(0, 4, scores.size) * 1.0 if weighted else None
