@@ -157,9 +157,9 @@ def _threshold(comm, values, keys, sizes, span, level, quantile, bandwidth):
 
 def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, high_mass):
     """The rows whose cumulative weight lies in ``(low_mass, high_mass]`` (and the rows tied with its edges), over
-    every worker: ``(window, weights, order, below, local)`` with ``window[order]`` ascending (ties in worker
-    order, then row order), ``below`` the weight under it, and ``local(c)`` mapping coefficients of the sorted
-    window to this worker's ``values`` (0 outside)."""
+    every worker: ``(window, weights, below, local)`` with ``window`` ascending (ties in worker order, then row
+    order) and ``weights`` beside it, ``below`` the weight under it, and ``local(c)`` mapping coefficients of
+    ``window`` to this worker's ``values`` (0 outside)."""
     inside = [mass for mass in (low_mass, high_mass) if 0 < mass < total]  # else the edge is the data's end
     found = dict(zip(inside, key_values(select_masses(comm, keys, prefix, inside, span)))) if inside else {}
     low, high = found.get(low_mass, -np.inf), found.get(high_mass, np.inf)
@@ -173,7 +173,7 @@ def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, hig
         out[start:stop] = coefficients[position[offset:offset + stop - start]]
         return out
 
-    return window, mass, order, below, local
+    return window[order], mass[order], below, local
 
 
 def _weighted_threshold(comm, values, weights, keys, total, span, level, quantile, bandwidth):
@@ -186,20 +186,20 @@ def _weighted_threshold(comm, values, weights, keys, total, span, level, quantil
     if quantile in KERNEL_OF_ESTIMATOR:
         kernel = KERNEL_OF_ESTIMATOR[quantile]
         half = window_half_width(kernel, bandwidth, torch.float64)
-        window, mass, order, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
-                                                         total * (level - half), total * (level + half))
-        cum = below + np.cumsum(mass[order])
-        tied = cum[np.searchsorted(window[order], window[order], side="right") - 1]
-        coefficients = kernel_coefficients(torch.from_numpy(tied), torch.from_numpy(mass[order]), total, level,
-                                           bandwidth, kernel, torch.float64)
+        window, mass, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
+                                                  total * (level - half), total * (level + half))
+        cum = below + np.cumsum(mass)
+        tied = cum[np.searchsorted(window, window, side="right") - 1]
+        coefficients = kernel_coefficients(torch.from_numpy(tied), torch.from_numpy(mass), total, level, bandwidth,
+                                           kernel, torch.float64)
         if coefficients is not None:
-            return float(torch.dot(coefficients, torch.from_numpy(window[order]))), local(coefficients.numpy())
+            return float(torch.dot(coefficients, torch.from_numpy(window))), local(coefficients.numpy())
     elif quantile in MASS_WINDOWED:
-        window, mass, order, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
-                                                         *mass_window(quantile, total, level, bandwidth))
-        cum = torch.from_numpy(below + np.cumsum(mass[order]))
+        window, mass, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
+                                                  *mass_window(quantile, total, level, bandwidth))
+        cum = torch.from_numpy(below + np.cumsum(mass))
         coefficients = window_coefficients(quantile, cum, below, total, level, bandwidth)
-        return float(torch.dot(coefficients, torch.from_numpy(window[order]))), local(coefficients.numpy())
+        return float(torch.dot(coefficients, torch.from_numpy(window))), local(coefficients.numpy())
     target = point_mass_target(level, total)
     return float(key_values(select_masses(comm, keys, prefix, [target], span))[0]), None
 
