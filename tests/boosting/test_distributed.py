@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from quantile_surrogate._utils.errors import TrainingDivergedError
 from quantile_surrogate.boosting import adapters, objective_gradient_hessian, xgboost_objective
 from quantile_surrogate.boosting._collective import (SELECTION_GATHER, float_keys, in_lightgbm_network, key_values,
-                                                     select_masses, select_ranks, span_entries, span_of,
+                                                     select_masses, select_ranks,
                                                      xgboost_communicator)
 from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
                                                       PEER_FAILED_MESSAGE, _gradient_hessian,
@@ -62,6 +62,15 @@ def _layout(name, n, seed=0):
 
 def _split(scores, labels, cuts):
     return [(scores[a:b], labels[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _span(comm, keys):
+    """The global ``(min, max)`` of every worker's ascending keys, by one MAX of ``(~min, max)``."""
+    local = np.zeros(2, dtype=np.uint64)
+    if keys.size:
+        local[:] = (~keys[0], keys[-1])
+    reduced = comm.allreduce(local, "max")
+    return (1 << 64) - 1 - int(reduced[0]), int(reduced[1])
 
 
 def _distributed(scores, labels, cuts, **settings):
@@ -241,7 +250,7 @@ def test_select_masses_is_the_first_value_whose_cumulative_weight_reaches_the_ma
 
     def worker(comm, part):
         keys = float_keys(part[0])
-        span = span_of(comm.allreduce(span_entries(keys), "max"))
+        span = _span(comm, keys)
         prefix = np.concatenate([[0.0], np.cumsum(part[1])])
         return key_values(select_masses(comm, keys, prefix, [float(m) for m in masses], span, bins=8))
 
@@ -252,13 +261,13 @@ def test_select_masses_is_the_first_value_whose_cumulative_weight_reaches_the_ma
 
 
 def test_reductions_per_round():
-    # Point: 1 (the flag, counts and span in one MAX) + 2 per selection round + 1 (the sums); kernel: 2 more
+    # Point: 1 (the flags, counts and span in one SUM) + 2 per selection round + 1 (the sums); kernel: 2 more
     # to gather the window. The bin that holds the rank has few keys here, so one selection round gathers them.
     scores, labels, cuts = _layout("even", 3000)
     _, group = _distributed(scores, labels, cuts, quantile="point")
-    assert [op for op, _, _ in group.logs[0]] == ["max", "sum", "max", "sum"]
-    # Two flags, W counts, W weights, the span; G, T, loss + W holders.
-    assert group.logs[0][0][2] == 2 * 3 + 4 and group.logs[0][-1][2] == 3 + 3
+    assert [op for op, _, _ in group.logs[0]] == ["sum", "sum", "max", "sum"]
+    # Two flags, then W slots each of counts, weights, smallest and largest keys; G, T, loss + W holders.
+    assert group.logs[0][0][2] == 2 + 4 * 3 and group.logs[0][-1][2] == 3 + 3
     assert group.logs[0][2][2] % 3 == 0  # the bin's keys: W slots of its count
     _, group = _distributed(scores, labels, cuts, quantile="kernel", bandwidth=0.01)
     sizes = [size for _, _, size in group.logs[0]]
@@ -282,7 +291,7 @@ def test_select_ranks_is_exact_on_extreme_and_tied_values():
 
     def worker(comm, part):
         keys = float_keys(part)
-        return key_values(select_ranks(comm, keys, ranks, span_of(comm.allreduce(span_entries(keys), "max")), bins=64))
+        return key_values(select_ranks(comm, keys, ranks, _span(comm, keys), bins=64))
 
     results, group = run_workers(worker, parts)
     expected = np.sort(values)[np.array(ranks) - 1]
@@ -304,7 +313,7 @@ def test_select_ranks_gathered_or_narrowed_is_the_sorted_value(data, gather):
 
     def worker(comm, part):
         keys = float_keys(part)
-        span = span_of(comm.allreduce(span_entries(keys), "max"))
+        span = _span(comm, keys)
         return key_values(select_ranks(comm, keys, ranks, span, bins=8, gather=gather))
 
     results, group = run_workers(worker, parts)

@@ -33,6 +33,10 @@ the count ``c`` of keys below ``L``, with ``c < k <= c + #{L <= u <= H}``; start
    key is read off their sorted concatenation, which ends the rank's selection in that round
    (docs/distributed.md gives how often, at 10^6 rows).
 
+A rank whose bin is already known (a histogram of a window around the previous call's value,
+summed in the call's first reduction: :mod:`._hint`) starts at step 3 (:func:`snap_or_gather`),
+then goes on from the state it leaves (``select_ranks(states=...)``).
+
 **Weighted rows** (frequency weights ``w > 0``, :mod:`quantile_surrogate.quantiles._weighted`): the
 same rounds with the SUM carrying each bin's weight (float64) instead of its count, until the bin
 that first brings the cumulative weight to the sought mass holds one key: the smallest value ``v``
@@ -51,7 +55,7 @@ from typing import Protocol
 import numpy as np
 
 __all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
-           "span_entries", "span_of", "rank_bin", "refine_ranks", "select_ranks", "gather_window",
+           "rank_bin", "refine_ranks", "snap_or_gather", "select_ranks", "gather_window",
            "select_masses", "gather_weighted_window", "in_lightgbm_network", "SELECTION_BINS", "SELECTION_GATHER"]
 
 #: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
@@ -135,20 +139,6 @@ def key_values(keys) -> np.ndarray:
     return bits.view(np.float64)
 
 
-def span_entries(keys: np.ndarray) -> np.ndarray:
-    """This worker's ``(~min, max)`` of its ascending keys as 2 uint64 (0, 0 when empty): a MAX over workers
-    gives the global span (:func:`span_of`)."""
-    local = np.zeros(2, dtype=np.uint64)
-    if keys.size:
-        local[:] = (~keys[0], keys[-1])
-    return local
-
-
-def span_of(reduced: np.ndarray) -> tuple[int, int]:
-    """``(min, max)`` key from the MAX of every worker's :func:`span_entries`."""
-    return _TOP - int(reduced[0]), int(reduced[1])
-
-
 def _edges(low: int, high: int, bins: int) -> list[int]:
     """Ascending key edges ``low = e_0 < ... < e_m = high + 1`` (``m <= bins``): half even in key, half in value."""
     half = max(bins // 2, 1)
@@ -156,7 +146,8 @@ def _edges(low: int, high: int, bins: int) -> list[int]:
     edges = {low + (width * i) // half for i in range(half + 1)}
     low_value, high_value = key_values([low, high])
     step = high_value / half - low_value / half  # no overflow for values of opposite signs near the extremes
-    inner = float_keys(low_value + step * np.arange(1, half)).tolist()
+    with np.errstate(over="ignore"):  # edges past the largest float are infinite, above high, and dropped
+        inner = float_keys(low_value + step * np.arange(1, half)).tolist()
     edges.update(edge for edge in inner if low < edge <= high)
     return sorted(edges)
 
@@ -187,15 +178,15 @@ def rank_bin(counts: np.ndarray, below, rank, side: str = "left"):
     return j, (through[j] - counts[j]).item()
 
 
-def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round) -> list[int]:
+def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round, states=None) -> list[int]:
     """The interval loop of the module's algorithm, shared by the workers' and the Dask client's selection.
 
-    Each rank keeps ``[L, H, count below L]``, from ``span``; while some ``L < H``, the unfinished
-    ranks' bin edges (:func:`_edges`) go to ``one_round(edges, belows, ranks)``, which returns for
-    each the new ``(L, H, below)``: the chosen bin's (:func:`rank_bin`) smallest and largest key and
-    the count under it. Returns each rank's key.
+    Each rank keeps ``[L, H, count below L]``, from ``span`` (or from ``states``, one such triple per
+    rank); while some ``L < H``, the unfinished ranks' bin edges (:func:`_edges`) go to
+    ``one_round(edges, belows, ranks)``, which returns for each the new ``(L, H, below)``: the chosen
+    bin's (:func:`rank_bin`) smallest and largest key and the count under it. Returns each rank's key.
     """
-    state = [(span[0], span[1], 0) for _ in ranks]
+    state = [(span[0], span[1], 0) for _ in ranks] if states is None else list(states)
     while True:
         active = [i for i, (low, high, _) in enumerate(state) if low < high]
         if not active:
@@ -206,49 +197,59 @@ def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round) -> list[int
             state[i] = entry
 
 
+def snap_or_gather(comm: Communicator, keys: np.ndarray, chosen, gather: int = SELECTION_GATHER) -> list:
+    """The MAX half of a round of :func:`select_ranks`: for each ``(low, high, count, below, rank)`` (the key
+    range of the bin holding ``rank``, its global count and the count under it), the new ``(L, H, below)``.
+
+    One MAX: 2 entries per bin (its smallest and largest key over every worker, ``L <- min``, ``H <- max``),
+    or, when ``W count <= gather``, ``W count`` entries in which worker ``r`` writes its keys of the bin
+    from ``r count`` on (zeros elsewhere; every key is above 0, so the MAX is the concatenation): the
+    rank's key is read off their sorted concatenation (``L = H``), which ends its selection.
+    """
+    sections = []
+    for low, high, count, _, _ in chosen:
+        start = int(np.searchsorted(keys, np.uint64(low), side="left"))
+        stop = int(np.searchsorted(keys, np.uint64(high), side="right"))
+        if comm.world_size * count <= gather:  # the bin's keys, each worker in its own slot
+            section = np.zeros(comm.world_size * count, dtype=np.uint64)
+            section[comm.rank * count:comm.rank * count + stop - start] = keys[start:stop]
+        else:
+            section = np.zeros(2, dtype=np.uint64)
+            if stop > start:
+                section[:] = (~keys[start], keys[stop - 1])
+        sections.append(section)
+    reduced = np.split(comm.allreduce(np.concatenate(sections), "max"),
+                       np.cumsum([section.size for section in sections])[:-1])
+    updated = []
+    for (_, _, count, under, rank), section in zip(chosen, reduced):
+        if comm.world_size * count <= gather:  # the padding zeros sort first; the bin's keys are the last `count`
+            key = int(np.sort(section)[section.size - count + rank - under - 1])
+            updated.append((key, key, under))
+        else:
+            updated.append((_TOP - int(section[0]), int(section[1]), under))
+    return updated
+
+
 def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, int],
-                 bins: int = SELECTION_BINS, gather: int = SELECTION_GATHER) -> list[int]:
+                 bins: int = SELECTION_BINS, gather: int = SELECTION_GATHER, states=None) -> list[int]:
     """The keys of the global order statistics of the given 1-based ``ranks`` (the module's algorithm).
 
-    ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)`` (:func:`span_of`
-    of the MAX of every worker's :func:`span_entries`); each rank lies in ``1..N``. Per round one SUM
-    (int64, at most ``bins`` per unfinished rank) and one MAX (uint64): 2 entries per unfinished rank
-    (the bin's extremes), or, when the bin holds ``c`` keys over every worker and ``W c <= gather``,
-    ``W c`` entries in which worker ``r`` writes its keys of the bin from ``r c`` on (zeros elsewhere;
-    every key is above 0, so the MAX is the concatenation): the rank's key is then read off the
-    sorted keys of the bin, and the rank is done in that round.
+    ``keys`` are this worker's keys, ascending; ``span`` is the global ``(min, max)`` key (the objective's
+    first reduction finds it); each rank lies in ``1..N``. Per round one SUM
+    (int64, at most ``bins`` per unfinished rank) and the MAX of :func:`snap_or_gather`. ``states``:
+    each rank's ``(L, H, below)`` to start from (:func:`refine_ranks`; a window's bin after
+    :func:`snap_or_gather`, :mod:`._hint`), else the span.
     """
     def one_round(edges, belows, targets):
         total = comm.allreduce(np.concatenate([_bin_counts(keys, e) for e in edges]), "sum")
-        sections, chosen = [], []
+        chosen = []
         for e, below, rank in zip(edges, belows, targets):
             counts, total = total[:len(e) - 1], total[len(e) - 1:]
             j, under = rank_bin(counts, below, rank)
-            start = int(np.searchsorted(keys, np.uint64(e[j]), side="left"))
-            stop = int(np.searchsorted(keys, np.uint64(e[j + 1] - 1), side="right"))
-            count = int(counts[j])
-            gathered = comm.world_size * count <= gather
-            if gathered:  # the bin's keys, each worker in its own slot
-                section = np.zeros(comm.world_size * count, dtype=np.uint64)
-                section[comm.rank * count:comm.rank * count + stop - start] = keys[start:stop]
-            else:
-                section = np.zeros(2, dtype=np.uint64)
-                if stop > start:
-                    section[:] = (~keys[start], keys[stop - 1])
-            sections.append(section)
-            chosen.append((count, under, rank, gathered))
-        reduced = np.split(comm.allreduce(np.concatenate(sections), "max"),
-                           np.cumsum([section.size for section in sections])[:-1])
-        updated = []
-        for (count, under, rank, gathered), section in zip(chosen, reduced):
-            if gathered:  # the padding zeros sort first; the bin's keys are the last `count`
-                key = int(np.sort(section)[section.size - count + rank - under - 1])
-                updated.append((key, key, under))
-            else:
-                updated.append((_TOP - int(section[0]), int(section[1]), under))
-        return updated
+            chosen.append((e[j], e[j + 1] - 1, int(counts[j]), under, rank))
+        return snap_or_gather(comm, keys, chosen, gather)
 
-    return refine_ranks(ranks, span, bins, one_round)
+    return refine_ranks(ranks, span, bins, one_round, states)
 
 
 def select_masses(comm: Communicator, keys: np.ndarray, prefix: np.ndarray, masses, span: tuple[int, int],
