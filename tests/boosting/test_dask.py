@@ -19,7 +19,7 @@ import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 from xgboost import dask as dxgb  # noqa: E402
 
-from quantile_surrogate.boosting import adapters, lightgbm_objective, xgboost_objective  # noqa: E402
+from quantile_surrogate.boosting import _collective, adapters, lightgbm_objective, xgboost_objective  # noqa: E402
 from tests._messages import prefix  # noqa: E402
 
 ROWS = 600
@@ -72,6 +72,27 @@ def test_xgboost_dask_trains_the_single_machine_model(client, monkeypatch, objec
 # (hess = min_hessian there, 1e-6) XGBoost's histogram sums, added in another order on two workers, move the
 # margins by 2 float32 steps (measured: 6e-7; XGBoost's own binary:logistic, which gives those rows no Hessian,
 # matches exactly); tests/boosting/test_distributed.py holds the objective itself to 1e-12 with zeros.
+def test_windows_cut_the_reductions_under_xgboost_and_change_no_number(client, monkeypatch):
+    # The previous round's window (boosting._hint) through XGBoost's own collective: the same model as every
+    # call from the span, in fewer of the objective's reductions (rank 0's, counted).
+    X, y = _data(seed=3)
+    dtrain = dxgb.DaskDMatrix(client, da.from_array(X, chunks=(ROWS // 2, 4)), da.from_array(y, chunks=ROWS // 2))
+    calls, original = [], _collective.XGBoostCommunicator.allreduce
+    monkeypatch.setattr(_collective.XGBoostCommunicator, "allreduce",
+                        lambda self, values, op: calls.append(self.rank) or original(self, values, op))
+
+    def fit():
+        calls.clear()
+        fn = xgboost_objective("precision_at_recall", 0.8, quantile="kernel")
+        booster = dxgb.train(client, PARAMS, dtrain, num_boost_round=8, obj=fn)["booster"]
+        return booster.predict(xgb.DMatrix(X), output_margin=True), calls.count(0)
+
+    margins, with_windows = fit()
+    monkeypatch.setattr(adapters, "HINT_SLOTS", {})  # no memory: every call from the span
+    np.testing.assert_array_equal(fit()[0], margins)
+    assert with_windows < calls.count(0)
+
+
 @pytest.mark.parametrize("low,atol", [(1, 1e-9), (0, 1e-5)])
 def test_xgboost_dask_with_row_weights_trains_the_single_machine_weighted_model(client, low, atol):
     X, y = _data(seed=1)
