@@ -253,13 +253,13 @@ def select_ranks(comm: Communicator, keys: np.ndarray, ranks, span: tuple[int, i
 
 
 def select_masses(comm: Communicator, keys: np.ndarray, prefix: np.ndarray, masses, span: tuple[int, int],
-                  bins: int = SELECTION_BINS) -> list[int]:
+                  bins: int = SELECTION_BINS, states=None) -> list[int]:
     """For each of ``masses``, the key of the smallest value whose global cumulative weight reaches it.
 
     The weighted twin of :func:`select_ranks` (the module's "weighted rows"): ``keys`` ascending,
     ``prefix`` their cumulative weights with 0 first (length ``keys.size + 1``, every weight > 0),
     ``span`` the global key span. Per round one SUM (float64, the bins' weights) and one MAX (the
-    chosen bin's extremes), until the bin holds one key.
+    chosen bin's extremes), until the bin holds one key. ``states``: as for :func:`select_ranks`.
     """
     def one_round(edges, belows, targets):
         bounds = [_bin_bounds(keys, e) for e in edges]
@@ -276,7 +276,7 @@ def select_masses(comm: Communicator, keys: np.ndarray, prefix: np.ndarray, mass
         reduced = comm.allreduce(np.concatenate(sections), "max").reshape(-1, 2)
         return [(_TOP - int(low), int(high), under) for (low, high), under in zip(reduced, chosen)]
 
-    return refine_ranks(list(masses), span, bins, one_round)
+    return refine_ranks(list(masses), span, bins, one_round, states)
 
 
 def gather_weighted_window(comm: Communicator, values: np.ndarray, weights: np.ndarray, low: float, high: float):

@@ -55,9 +55,9 @@ from ..quantiles._weighted import (MASS_WINDOWED, kernel_coefficients, mass_wind
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
 from ..losses.surrogates import SURROGATE_SLOPES, SURROGATES
 from .._utils.checks import check_sample_weight
-from ._collective import (_TOP, SELECTION_BINS, Communicator, float_keys, gather_weighted_window, gather_window,
-                          key_values, select_masses, select_ranks, snap_or_gather)
-from ._hint import hint_counts, hint_start
+from ._collective import (_TOP, SELECTION_BINS, SELECTION_GATHER, Communicator, float_keys, gather_weighted_window,
+                          gather_window, key_values, select_masses, select_ranks, snap_or_gather)
+from ._hint import agreed_windows, hint_section, hint_start
 from .gradient import (EMPTY_SUBSET_MESSAGE, SURROGATE_CURVATURES, ZERO_WEIGHT_SUFFIX, GradientHessian,
                        _check_scores_labels, logloss_terms)
 
@@ -100,59 +100,53 @@ def _local_rows(scores, labels, sample_weight):
         return np.zeros(0), np.zeros(0, dtype=np.int64), None, error
 
 
-def _first_reduction(comm: Communicator, keys: np.ndarray, mass: float, weighted: bool, error, windows):
-    """``(sizes, masses, weighted, span, hinted)`` over every worker, in one SUM of int64.
+def _first_reduction(comm: Communicator, keys: np.ndarray, mass: float, weighted: bool, error, hint, prefix=None):
+    """``(sizes, masses, weighted, span, hinted)`` over every worker, in one SUM of float64.
 
     A failure count, a count of workers with weights, then in each worker's own slot (the others send 0, so
-    the SUM is that entry, exactly): its count of rows of ``A``, its weight (float64 bits), its smallest and
-    largest key (uint64 bits). With ``windows`` (a :class:`~._hint.SelectionHint`'s edges, one list or None
-    per slot) each worker's window keys ``(low, high)`` per slot, then each slot's :func:`~._hint.hint_counts`,
-    summed. ``hinted``: per slot ``(edges, counts)`` when every worker sent the same window, else None.
+    the SUM is that entry, exactly): its count of rows of ``A``, its weight, its smallest and largest value of
+    ``A``; then, with a :class:`~._hint.SelectionHint`, :func:`~._hint.hint_section` (its windows, and the
+    counts, or with ``prefix`` the weights, of its keys in their bins). ``hinted``: per slot ``(edges,
+    summed counts)`` where every worker sent the same window, else None (:func:`~._hint.agreed_windows`).
     """
-    size, rank, slots = comm.world_size, comm.rank, len(windows or ())
-    bins = SELECTION_BINS
-    words = np.zeros(2 + 4 * size + slots * (2 * size + bins + 2), dtype=np.uint64)
-    words[0], words[1], words[2 + rank] = error is not None, weighted, keys.size
-    words[2 + size + rank] = np.float64(mass).view(np.uint64)
+    size, rank = comm.world_size, comm.rank
+    windows = [] if hint is None else hint.windows
+    edges = [] if hint is None else hint.edges(SELECTION_BINS)
+    local = np.zeros(2 + 4 * size)
+    local[0], local[1], local[2 + rank], local[2 + size + rank] = error is not None, weighted, keys.size, mass
     if keys.size:
-        words[2 + 2 * size + rank], words[2 + 3 * size + rank] = keys[0], keys[-1]
-    base, counts_at = 2 + 4 * size, 2 + 4 * size + 2 * size * slots
-    for slot, edges in enumerate(windows or ()):
-        if edges is not None:
-            words[base + 2 * (slot * size + rank):base + 2 * (slot * size + rank) + 2] = (edges[0], edges[-1] - 1)
-        words[counts_at + slot * (bins + 2):counts_at + (slot + 1) * (bins + 2)] = hint_counts(keys, edges, bins)
-    words = comm.allreduce(words.view(np.int64), "sum").view(np.uint64)
-    if words[0]:
+        local[2 + 2 * size + rank], local[2 + 3 * size + rank] = key_values(keys[[0, -1]])
+    local = np.concatenate([local, hint_section(windows, edges, keys, SELECTION_BINS, size, rank, prefix)])
+    reduced = comm.allreduce(local, "sum")
+    if reduced[0]:
         raise error if error is not None else RuntimeError(PEER_FAILED_MESSAGE)
-    sizes = words[2:2 + size].astype(np.int64)
+    sizes = reduced[2:2 + size].astype(np.int64)
     full = sizes > 0
-    span = (int(words[2 + 2 * size:2 + 3 * size][full].min()), int(words[2 + 3 * size:2 + 4 * size][full].max())) \
-        if full.any() else (_TOP, 0)
-    hinted = []
-    for slot, edges in enumerate(windows or ()):
-        sent = words[base + 2 * slot * size:base + 2 * (slot + 1) * size].reshape(size, 2)
-        agreed = edges is not None and (sent == sent[0]).all() and sent[0, 1] > 0
-        hinted.append((edges, words[counts_at + slot * (bins + 2):counts_at + (slot + 1) * (bins + 2)].view(np.int64))
-                      if agreed else None)
-    return sizes, words[2 + size:2 + 2 * size].copy().view(np.float64), bool(words[1]), span, hinted
+    span = (int(float_keys(reduced[2 + 2 * size:2 + 3 * size][full].min())[()]),
+            int(float_keys(reduced[2 + 3 * size:2 + 4 * size][full].max())[()])) if full.any() else (_TOP, 0)
+    hinted = agreed_windows(reduced[2 + 4 * size:], edges, SELECTION_BINS, size)
+    return sizes, reduced[2 + size:2 + 2 * size].copy(), bool(reduced[1]), span, hinted
 
 
-def _select(comm, keys, ranks, span, hint, hinted, slots):
-    """The keys of ``ranks`` (:func:`~._collective.select_ranks`), each starting from its slot's window when
-    ``hinted`` holds it (one MAX for those, :func:`~._collective.snap_or_gather`); the hint then learns each
-    slot's new window (``slots``: each rank's slot)."""
-    states, outcomes, started = [(span[0], span[1], 0)] * len(ranks), [None] * len(ranks), []
-    for i, (rank, slot) in enumerate(zip(ranks, slots)):
+def _select(comm, keys, targets, span, hint, hinted, slots, prefix=None):
+    """The keys of ``targets`` (ranks, :func:`~._collective.select_ranks`; with ``prefix``, the keys' cumulative
+    weights, masses: :func:`~._collective.select_masses`), each starting from its slot's window when ``hinted``
+    holds it (one MAX for those, :func:`~._collective.snap_or_gather`; masses never gather); the hint then
+    learns each slot's new window (``slots``: each target's slot)."""
+    states, outcomes, started = [(span[0], span[1], 0)] * len(targets), [None] * len(targets), []
+    for i, (target, slot) in enumerate(zip(targets, slots)):
         if hinted and hinted[slot] is not None:
-            entry, outside = hint_start(hinted[slot][1], hinted[slot][0], rank, span)
-            started.append((i, (*entry, rank)))
+            entry, outside = hint_start(hinted[slot][1], hinted[slot][0], target, span)
+            started.append((i, (*entry, target)))
             outcomes[i] = "outside" if outside else "inside"
     if started:
-        for (i, _), state in zip(started, snap_or_gather(comm, keys, [entry for _, entry in started])):
+        gather = SELECTION_GATHER if prefix is None else -1
+        for (i, _), state in zip(started, snap_or_gather(comm, keys, [entry for _, entry in started], gather)):
             states[i] = state
             if outcomes[i] == "inside" and state[0] < state[1]:
                 outcomes[i] = "large"  # the window's bin still holds several values: more rounds followed
-    found = select_ranks(comm, keys, ranks, span, states=states)
+    found = select_ranks(comm, keys, targets, span, states=states) if prefix is None \
+        else select_masses(comm, keys, prefix, targets, span, states=states)
     if hint is not None:
         for key, slot, outcome in zip(found, slots, outcomes):
             hint.update(slot, key, span, SELECTION_BINS, outcome)
@@ -204,13 +198,16 @@ def _threshold(comm, values, keys, sizes, span, level, quantile, bandwidth, hint
     return float(key_values(_select(comm, keys, [k], span, hint, hinted, [0]))[0]), None
 
 
-def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, high_mass):
+def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, high_mass, hint=None, hinted=None):
     """The rows whose cumulative weight lies in ``(low_mass, high_mass]`` (and the rows tied with its edges), over
     every worker: ``(window, weights, below, local)`` with ``window`` ascending (ties in worker order, then row
     order) and ``weights`` beside it, ``below`` the weight under it, and ``local(c)`` mapping coefficients of
     ``window`` to this worker's ``values`` (0 outside)."""
-    inside = [mass for mass in (low_mass, high_mass) if 0 < mass < total]  # else the edge is the data's end
-    found = dict(zip(inside, key_values(select_masses(comm, keys, prefix, inside, span)))) if inside else {}
+    inside = [(mass, slot) for slot, mass in enumerate((low_mass, high_mass)) if 0 < mass < total]  # else the end
+    found = {}
+    if inside:  # the edges are the hint's slots 0 and 1 (a kernel's; hint None for the others)
+        masses, slots = zip(*inside)
+        found = dict(zip(masses, key_values(_select(comm, keys, masses, span, hint, hinted, slots, prefix))))
     low, high = found.get(low_mass, -np.inf), found.get(high_mass, np.inf)
     window, mass, offset, (start, stop), below = gather_weighted_window(comm, values, weights, low, high)
     order = np.argsort(window, kind="stable")
@@ -225,24 +222,26 @@ def _mass_window(comm, values, weights, keys, prefix, total, span, low_mass, hig
     return window[order], mass[order], below, local
 
 
-def _weighted_threshold(comm, values, weights, keys, total, span, level, quantile, bandwidth):
+def _weighted_threshold(comm, values, weights, keys, prefix, total, span, level, quantile, bandwidth, hint=None,
+                        hinted=None):
     """``(theta, coefficients or None)`` of the weighted estimate; None: one-hot on the first row holding ``theta``.
 
-    ``values`` ascending (ties in row order), ``weights`` (> 0) aligned; ``total`` the global weight ``W``.
-    The coefficients come back for this worker's ``values`` (0 outside the estimator's window).
+    ``values`` ascending (ties in row order), ``weights`` (> 0) aligned, ``prefix`` their cumulative sum (0
+    first); ``total`` the global weight ``W``. The coefficients come back for this worker's ``values`` (0
+    outside the estimator's window). ``hint``, ``hinted``: as for :func:`_threshold` (kernels and the point).
     """
-    prefix = np.concatenate([[0.0], np.cumsum(weights)])
     if quantile in KERNEL_OF_ESTIMATOR:
         kernel = KERNEL_OF_ESTIMATOR[quantile]
         half = window_half_width(kernel, bandwidth, torch.float64)
         window, mass, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
-                                                  total * (level - half), total * (level + half))
+                                                  total * (level - half), total * (level + half), hint, hinted)
         cum = below + np.cumsum(mass)
         tied = cum[np.searchsorted(window, window, side="right") - 1]
         coefficients = kernel_coefficients(torch.from_numpy(tied), torch.from_numpy(mass), total, level, bandwidth,
                                            kernel, torch.float64)
         if coefficients is not None:
             return float(torch.dot(coefficients, torch.from_numpy(window))), local(coefficients.numpy())
+        hint = hinted = None  # the point rule of an empty compact window: not the window's edges
     elif quantile in MASS_WINDOWED:
         window, mass, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
                                                   *mass_window(quantile, total, level, bandwidth))
@@ -250,7 +249,7 @@ def _weighted_threshold(comm, values, weights, keys, total, span, level, quantil
         coefficients = window_coefficients(quantile, cum, below, total, level, bandwidth)
         return float(torch.dot(coefficients, torch.from_numpy(window))), local(coefficients.numpy())
     target = point_mass_target(level, total)
-    return float(key_values(select_masses(comm, keys, prefix, [target], span))[0]), None
+    return float(key_values(_select(comm, keys, [target], span, hint, hinted, [0], prefix))[0]), None
 
 
 def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objective="precision_at_recall",
@@ -287,16 +286,20 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
         subset_weight = None if weight is None else weight[in_subset][order]
     keys = float_keys(values)  # ascending, as the values are
     mass = float(values.size) if weight is None else float(subset_weight.sum())
-    windows = None if hint is None else hint.edges(SELECTION_BINS)
-    sizes, masses, weighted, span, hinted = _first_reduction(comm, keys, mass, weight is not None, error, windows)
+    # The windows' bins carry weights where any worker has them (decided in this same reduction), so each worker
+    # sends its own: their sums where it has weights, its counts where not (a weight of 1 a row).
+    prefix = None if weight is None else np.concatenate([[0.0], np.cumsum(subset_weight)])
+    sizes, masses, weighted, span, hinted = _first_reduction(comm, keys, mass, weight is not None, error, hint,
+                                                             prefix)
     if not sizes.any():
         raise ValueError(EMPTY_SUBSET_MESSAGE.format(subset=spec.subset, objective=spec.name)
                          + (ZERO_WEIGHT_SUFFIX if weighted else ""))
     level = 1.0 - float(target)
     if weighted or positional:  # over every worker: the rows' weights (1 where a worker has none)
         subset_weight = np.ones(values.size) if weight is None else subset_weight
-        theta, coefficient = _weighted_threshold(comm, values, subset_weight, keys, float(masses.sum()), span,
-                                                 level, quantile, bandwidth)
+        prefix = np.arange(values.size + 1.0) if weight is None else prefix  # the cumulative sum of those ones
+        theta, coefficient = _weighted_threshold(comm, values, subset_weight, keys, prefix, float(masses.sum()),
+                                                 span, level, quantile, bandwidth, hint, hinted)
         if coefficient is not None:  # back from the sorted values to A's rows
             coefficient = _unsorted(coefficient, order, values, subset_scores)
     else:

@@ -11,6 +11,10 @@ anyway) also sums every worker's counts in :data:`~._collective.SELECTION_BINS` 
 then known, and when it is small its keys are gathered in the next reduction: 3 reductions a point
 call (counts and histogram, the gather, the gradient's sums) against 6 to 7 from the span.
 
+**With row weights** the bins carry weights (each worker sends its own, or its counts where it has
+none: whether the rows are weighted is decided in the same reduction), and the bin holding the mass
+is snapped, never gathered (:func:`~._collective.select_masses` never gathers).
+
 **Never wrong, only slower.** The histogram is exact counts of keys in key ranges, whatever the
 window: a rank outside it falls in an outer bin and the refinement goes on from there. A window is
 used only when every worker sent the same one (their ``(low, high)`` keys ride in the reduction):
@@ -34,7 +38,7 @@ import numpy as np
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR
 from ._collective import _bin_bounds, _edges, float_keys, key_values, rank_bin
 
-__all__ = ["SelectionHint", "hint_counts", "hint_start", "HINT_SLOTS"]
+__all__ = ["SelectionHint", "hint_counts", "hint_section", "agreed_windows", "hint_start", "HINT_SLOTS"]
 
 #: Rank slots a call of the distributed objective selects, by estimator (the others take no hint): the point
 #: estimate's rank; a kernel's two window edges.
@@ -85,22 +89,50 @@ class SelectionHint:
         self.windows[slot] = (centre, radius, value) if np.isfinite(radius) and np.isfinite(centre) else None
 
 
-def hint_counts(keys: np.ndarray, edges: list[int] | None, bins: int) -> np.ndarray:
+def hint_counts(keys: np.ndarray, edges: list[int] | None, bins: int, prefix: np.ndarray | None = None) -> np.ndarray:
     """This worker's counts of ``keys`` (ascending) below the window, in its bins and above it: ``bins + 2``
-    int64, zeros after the last bin (``_edges`` may give fewer than ``bins``); all zeros for no window."""
-    counts = np.zeros(bins + 2, dtype=np.int64)
+    float64 (exact integers), zeros after the last bin (``_edges`` may give fewer than ``bins``); all zeros for no
+    window. With ``prefix`` (the keys' cumulative weights, 0 first) their weights instead of their counts."""
+    counts = np.zeros(bins + 2)
     if edges is not None:
-        bounds = _bin_bounds(keys, edges)
-        counts[0], counts[len(edges)] = bounds[0], keys.size - bounds[-1]
-        counts[1:len(edges)] = np.diff(bounds)
+        bounds = np.concatenate([[0], _bin_bounds(keys, edges), [keys.size]])
+        counts[:len(edges) + 1] = np.diff(bounds if prefix is None else prefix[bounds])
     return counts
 
 
-def hint_start(counts: np.ndarray, edges: list[int], rank: int, span: tuple[int, int]):
+def hint_section(windows, edges, keys: np.ndarray, bins: int, size: int, rank: int, prefix=None) -> np.ndarray:
+    """This worker's part of the first reduction (a float64 SUM) for its windows: per slot, ``3 W`` entries
+    (``(1, centre, radius)`` of its window in its own 3, zeros elsewhere: the SUM is every worker's window), then
+    :func:`hint_counts`' ``bins + 2``. ``edges``: :meth:`SelectionHint.edges` of ``windows``."""
+    out = np.zeros(len(windows) * (3 * size + bins + 2))
+    for slot, (window, slot_edges) in enumerate(zip(windows, edges)):
+        at = slot * (3 * size + bins + 2)
+        if window is not None:
+            out[at + 3 * rank:at + 3 * rank + 3] = (1.0, *window[:2])
+        out[at + 3 * size:at + 3 * size + bins + 2] = hint_counts(keys, slot_edges, bins, prefix)
+    return out
+
+
+def agreed_windows(reduced: np.ndarray, edges, bins: int, size: int) -> list:
+    """Per slot ``(edges, summed counts)`` where every worker sent the same window (:func:`hint_section`'s
+    reduced entries), else None: a window one worker lacks or remembers otherwise is not used by anyone."""
+    out = []
+    for slot, slot_edges in enumerate(edges):
+        at = slot * (3 * size + bins + 2)
+        sent = reduced[at:at + 3 * size].reshape(size, 3)
+        agreed = slot_edges is not None and sent[0, 0] == 1.0 and (sent == sent[0]).all()
+        out.append((slot_edges, reduced[at + 3 * size:at + 3 * size + bins + 2]) if agreed else None)
+    return out
+
+
+def hint_start(counts: np.ndarray, edges: list[int], rank, span: tuple[int, int]):
     """``((low, high, count, below), outside)``: the key range (within ``span``) of the bin of the summed
     ``counts`` (:func:`hint_counts`) that holds the 1-based ``rank``, its count, the count under it, and
-    whether it is an outer bin."""
+    whether it is an outer bin. With weights, ``rank`` is a mass and the counts are weights (the bin that
+    first brings the cumulative weight to it, as in :func:`~._collective.select_masses`)."""
     bounds = [0, *edges, _ABOVE]  # bin i holds the keys in [bounds[i], bounds[i + 1])
     j, below = rank_bin(counts[:len(bounds) - 1], 0, rank)
     low, high = max(bounds[j], span[0]), min(bounds[j + 1] - 1, span[1])
-    return (low, high, int(counts[j]), int(below)), j in (0, len(bounds) - 2)
+    exact = float(below).is_integer() and float(counts[j]).is_integer()  # counts; weights stay floats
+    count, below = (int(counts[j]), int(below)) if exact else (float(counts[j]), float(below))
+    return (low, high, count, below), j in (0, len(bounds) - 2)
