@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 from quantile_surrogate._utils.errors import TrainingDivergedError
 from quantile_surrogate.boosting import adapters, objective_gradient_hessian, xgboost_objective
 from quantile_surrogate.boosting._collective import (SELECTION_GATHER, float_keys, in_lightgbm_network, key_values,
-                                                     select_masses, select_ranks,
-                                                     xgboost_communicator)
+                                                     select_ranks, xgboost_communicator)
 from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
                                                       PEER_FAILED_MESSAGE, _gradient_hessian,
                                                       distributed_gradient_hessian)
@@ -231,33 +230,6 @@ def test_weights_of_zero_on_every_row_of_the_subset_raise_on_every_worker():
                                                                                sample_weight=part[2]), parts, collect=True)
     message = EMPTY_SUBSET_MESSAGE.format(subset="positives", objective="precision_at_recall") + ZERO_WEIGHT_SUFFIX
     assert [str(e) for e in errors] == [message] * 3
-
-
-@settings(max_examples=40, deadline=None)
-@given(data=st.data())
-def test_select_masses_is_the_first_value_whose_cumulative_weight_reaches_the_mass(data):
-    pool = data.draw(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=12))
-    values = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=60)))
-    weights = np.array(data.draw(st.lists(st.integers(1, 5), min_size=values.size, max_size=values.size)), float)
-    cut = data.draw(st.integers(0, values.size))
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])  # integers: exact in any order
-    masses = sorted(set(data.draw(st.lists(st.integers(1, int(cumulative[-1])), min_size=1, max_size=3))))
-    parts = []
-    for rows in (np.arange(cut), np.arange(cut, values.size)):
-        local = rows[np.argsort(values[rows], kind="stable")]
-        parts.append((values[local], weights[local]))
-
-    def worker(comm, part):
-        keys = float_keys(part[0])
-        span = _span(comm, keys)
-        prefix = np.concatenate([[0.0], np.cumsum(part[1])])
-        return key_values(select_masses(comm, keys, prefix, [float(m) for m in masses], span, bins=8))
-
-    results, _ = run_workers(worker, parts)
-    expected = (values[order] + 0.0)[np.searchsorted(cumulative, masses, side="left")]
-    for result in results:
-        np.testing.assert_array_equal(result, expected)
 
 
 def test_reductions_per_round():
