@@ -2,8 +2,8 @@ r"""The previous round's threshold as the first histogram of the next: fewer red
 
 Between two boosting rounds the threshold moves little (each tree adds a small step to every
 score), but :func:`~._collective.select_ranks` starts every call from the whole span of ``A``'s
-scores: a SUM and a MAX per round of refinement, two rounds at 10^6 rows, after the first MAX that
-finds the span. A :class:`SelectionHint` remembers, for each rank the call selects (its *slot*: the
+scores: a SUM and a MAX per round of refinement, two rounds at 10^6 rows, after the first reduction
+that finds the span. A :class:`SelectionHint` remembers, for each rank the call selects (its *slot*: the
 point estimate's rank, or the kernel's two window edges), a value window ``[c - r, c + r]`` around
 the key it found last time. The next call's first reduction (which carries the counts and span
 anyway) also sums every worker's counts in :data:`~._collective.SELECTION_BINS` bins of that window
@@ -15,9 +15,10 @@ call (counts and histogram, the gather, the gradient's sums) against 6 to 7 from
 none: whether the rows are weighted is decided in the same reduction), and the bin holding the mass
 is snapped, never gathered (:func:`~._collective.select_masses` never gathers).
 
-**Never wrong, only slower.** The histogram is exact counts of keys in key ranges, whatever the
-window: a rank outside it falls in an outer bin and the refinement goes on from there. A window is
-used only when every worker sent the same one (their ``(low, high)`` keys ride in the reduction):
+**Never wrong, only slower.** The histogram is exact counts of keys in key ranges (with weights,
+their sums), whatever the window: a rank outside it falls in an outer bin and the refinement goes on
+from there. A window is used only when every worker sent the same one (each worker's centre and
+radius ride in the reduction):
 each worker computes its next window from reduced numbers only (the new key, the old window, the
 chosen bin), so windows agree unless a worker's memory was lost or is another training's; then the
 call starts from the span, as without a hint.
