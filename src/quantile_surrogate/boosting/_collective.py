@@ -56,13 +56,17 @@ import numpy as np
 
 __all__ = ["Communicator", "XGBoostCommunicator", "xgboost_communicator", "float_keys", "key_values",
            "rank_bin", "refine_ranks", "snap_or_gather", "select_ranks", "gather_window",
-           "select_masses", "gather_weighted_window", "in_lightgbm_network", "SELECTION_BINS", "SELECTION_GATHER"]
+           "select_masses", "gather_weighted_window", "in_lightgbm_network", "SELECTION_BINS", "SELECTION_GATHER",
+           "NEVER_GATHER"]
 
 #: Bins of one round of :func:`select_ranks` (the SUM's length per rank sought).
 SELECTION_BINS = 1024
 #: :func:`select_ranks` gathers the keys of the bin holding a rank when they fill at most this many
 #: entries (``W`` slots of the bin's global count; 32 KiB of uint64), which ends that rank's selection.
 SELECTION_GATHER = 4096
+#: ``gather=`` of :func:`snap_or_gather` for masses: a bin's keys alone do not place a mass in it (their weights
+#: would be needed), so the weighted selection only snaps.
+NEVER_GATHER = -1
 
 _SIGN = np.uint64(1 << 63)
 _TOP = (1 << 64) - 1
@@ -198,8 +202,9 @@ def refine_ranks(ranks, span: tuple[int, int], bins: int, one_round, states=None
 
 
 def snap_or_gather(comm: Communicator, keys: np.ndarray, chosen, gather: int = SELECTION_GATHER) -> list:
-    """The MAX half of a round of :func:`select_ranks`: for each ``(low, high, count, below, rank)`` (the key
-    range of the bin holding ``rank``, its global count and the count under it), the new ``(L, H, below)``.
+    """The MAX half of a round of :func:`select_ranks` and :func:`select_masses`: for each ``(low, high, count,
+    below, rank)`` (the key range of the bin holding ``rank``, its global count and the count under it; for
+    masses their weights, with ``gather=NEVER_GATHER``), the new ``(L, H, below)``.
 
     One MAX: 2 entries per bin (its smallest and largest key over every worker, ``L <- min``, ``H <- max``),
     or, when ``W count <= gather``, ``W count`` entries in which worker ``r`` writes its keys of the bin
@@ -262,19 +267,13 @@ def select_masses(comm: Communicator, keys: np.ndarray, prefix: np.ndarray, mass
     chosen bin's extremes), until the bin holds one key. ``states``: as for :func:`select_ranks`.
     """
     def one_round(edges, belows, targets):
-        bounds = [_bin_bounds(keys, e) for e in edges]
-        total = comm.allreduce(np.concatenate([np.diff(prefix[b]) for b in bounds]), "sum")
-        sections, chosen = [], []
-        for b, below, target in zip(bounds, belows, targets):
-            weights, total = total[:b.size - 1], total[b.size - 1:]
+        total = comm.allreduce(np.concatenate([np.diff(prefix[_bin_bounds(keys, e)]) for e in edges]), "sum")
+        chosen = []
+        for e, below, target in zip(edges, belows, targets):
+            weights, total = total[:len(e) - 1], total[len(e) - 1:]
             j, under = rank_bin(weights, below, target)
-            section = np.zeros(2, dtype=np.uint64)
-            if b[j + 1] > b[j]:
-                section[:] = (~keys[b[j]], keys[b[j + 1] - 1])
-            sections.append(section)
-            chosen.append(under)
-        reduced = comm.allreduce(np.concatenate(sections), "max").reshape(-1, 2)
-        return [(_TOP - int(low), int(high), under) for (low, high), under in zip(reduced, chosen)]
+            chosen.append((e[j], e[j + 1] - 1, weights[j], under, target))
+        return snap_or_gather(comm, keys, chosen, NEVER_GATHER)
 
     return refine_ranks(list(masses), span, bins, one_round, states)
 

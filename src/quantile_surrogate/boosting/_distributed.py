@@ -55,8 +55,9 @@ from ..quantiles._weighted import (MASS_WINDOWED, kernel_coefficients, mass_wind
 from ..quantiles.kernels import KERNEL_OF_ESTIMATOR, KERNELS
 from ..losses.surrogates import SURROGATE_SLOPES, SURROGATES
 from .._utils.checks import check_sample_weight
-from ._collective import (_TOP, SELECTION_BINS, SELECTION_GATHER, Communicator, float_keys, gather_weighted_window,
-                          gather_window, key_values, select_masses, select_ranks, snap_or_gather)
+from ._collective import (_TOP, NEVER_GATHER, SELECTION_BINS, SELECTION_GATHER, Communicator, float_keys,
+                          gather_weighted_window, gather_window, key_values, select_masses, select_ranks,
+                          snap_or_gather)
 from ._hint import agreed_windows, hint_section, hint_start
 from .gradient import (EMPTY_SUBSET_MESSAGE, SURROGATE_CURVATURES, ZERO_WEIGHT_SUFFIX, GradientHessian,
                        _check_scores_labels, logloss_terms)
@@ -140,7 +141,7 @@ def _select(comm, keys, targets, span, hint, hinted, slots, prefix=None):
             started.append((i, (*entry, target)))
             outcomes[i] = "outside" if outside else "inside"
     if started:
-        gather = SELECTION_GATHER if prefix is None else -1
+        gather = SELECTION_GATHER if prefix is None else NEVER_GATHER
         for (i, _), state in zip(started, snap_or_gather(comm, keys, [entry for _, entry in started], gather)):
             states[i] = state
             if outcomes[i] == "inside" and state[0] < state[1]:

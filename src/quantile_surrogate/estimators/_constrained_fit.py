@@ -147,7 +147,7 @@ class ConstrainedFitSteps:
         report = constraint_report(constraints, scores, y01, codes, threshold, n_fit, result, weight)
         self.constraint_report_ = report
         if report["checked_on"] != "held_out":
-            why = NO_HELD_OUT_SPLIT if self.early_stopping == "auto" or self.early_stopping else NO_HELD_OUT_EARLY_STOPPING
+            why = NO_HELD_OUT_SPLIT if self.early_stopping else NO_HELD_OUT_EARLY_STOPPING  # "auto" or True
             for entry in report["constraints"]:
                 if not entry["met"]:
                     warnings.warn(CONSTRAINT_NOT_MET_TRAIN_MESSAGE.format(name=entry["constraint"], train=entry["train"],
