@@ -23,6 +23,7 @@ from quantile_surrogate.boosting._collective import (SELECTION_GATHER, float_key
 from quantile_surrogate.boosting._distributed import (DISTRIBUTED_GROUPS_MESSAGE, DISTRIBUTED_QUANTILE_MESSAGE,
                                                       PEER_FAILED_MESSAGE, _gradient_hessian,
                                                       distributed_gradient_hessian)
+from quantile_surrogate.boosting._workspace import Workspace
 from quantile_surrogate.boosting.gradient import EMPTY_SUBSET_MESSAGE, ZERO_WEIGHT_SUFFIX
 from tests._messages import prefix
 
@@ -134,7 +135,7 @@ def test_without_the_loss_the_rows_are_the_same_bits(surrogate, weighted, negati
         group = ThreadGroup(1)
         outs.append((_gradient_hessian(
             ThreadCommunicator(group, 0), scores, labels == 1, negatives, 0.1, row_weights, holders, in_subset,
-            surrogate, 0.2, 1e-6, weight, with_loss), group.logs))
+            surrogate, 0.2, 1e-6, weight, with_loss, Workspace()), group.logs))
     (full, full_log), (lean, lean_log) = outs
     assert full_log == lean_log and np.isfinite(full.loss) and np.isnan(lean.loss)
     np.testing.assert_array_equal(full.grad, lean.grad)

@@ -189,6 +189,17 @@ def test_logistic_curvature_is_the_second_derivative_without_cancellation():
     assert torch.equal(z, kept)
 
 
+@pytest.mark.parametrize("surrogate", ["logistic", "hinge"])
+def test_each_curvature_into_kept_arrays_is_the_same_bits(surrogate):
+    # The distributed objective's workspace passes `out` and `scratch`: the same numbers, in `out`, z untouched.
+    z = torch.cat([torch.linspace(-800.0, 800.0, 4001, dtype=torch.float64),
+                   torch.tensor([0.0, -0.0, 20.0, -20.0, 1e-300, -745.0, 745.0], dtype=torch.float64)])
+    kept = z.clone()
+    out, scratch = torch.full_like(z, float("nan")), torch.full_like(z, float("nan"))
+    got = SURROGATE_CURVATURES[surrogate](z, out=out, scratch=scratch)
+    assert got is out and torch.equal(out, SURROGATE_CURVATURES[surrogate](z)) and torch.equal(z, kept)
+
+
 # -- refused inputs -----------------------------------------------------------------------------------
 def test_nonfinite_scores_are_the_one_divergence_error():
     with pytest.raises(TrainingDivergedError, match=exact(DIVERGED_MESSAGE, what="the boosting scores", where="in 2 of 3 rows",

@@ -21,6 +21,7 @@ from quantile_surrogate.boosting._collective import (SELECTION_BINS, float_keys,
                                                      select_ranks, snap_or_gather)
 from quantile_surrogate.boosting._distributed import distributed_gradient_hessian
 from quantile_surrogate.boosting._hint import HINT_SLOTS, SelectionHint, hint_counts, hint_start
+from quantile_surrogate.boosting._workspace import Workspace
 
 from ._fake_collective import run_workers
 
@@ -186,8 +187,8 @@ def test_window_rule():
     assert hint.windows == [(0.5, 0.5, 1.0)]
 
 
-def test_the_objective_pickles_without_its_hints():
+def test_the_objective_pickles_without_its_workers_state():
     fn = xgboost_objective(quantile="point")
-    fn._hints[0] = SelectionHint(1)
+    fn._workers[0] = (SelectionHint(1), Workspace())
     copy = pickle.loads(pickle.dumps(fn))
-    assert copy._hints == {} and copy == fn and fn._hints
+    assert copy._workers == {} and copy == fn and fn._workers

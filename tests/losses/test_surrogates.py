@@ -57,6 +57,8 @@ def test_each_slope_is_autograds_gradient_bit_for_bit(values, upstream, name, se
     weights = torch.from_numpy(weights)
     got = surrogates.SURROGATE_SLOPES[name](z, weights)
     assert got.dtype == torch.float64 and torch.equal(got, _autograd_slope(name, z, weights))
+    out = torch.full_like(z, float("nan"))  # into a kept array (the distributed objective's workspace): the same bits
+    assert surrogates.SURROGATE_SLOPES[name](z, weights, out=out) is out and torch.equal(out, got)
 
 
 def test_hand_slopes():

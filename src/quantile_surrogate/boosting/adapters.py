@@ -26,6 +26,7 @@ from ..quantiles import resolve_quantile
 from ._collective import in_lightgbm_network, xgboost_communicator
 from ._distributed import distributed_gradient_hessian
 from ._hint import HINT_SLOTS, SelectionHint
+from ._workspace import Workspace
 from .gradient import GradientHessian, objective_gradient_hessian
 from .ranking import RANKING_OBJECTIVES, check_ranking_settings, precision_at_k_gradient_hessian, query_codes
 
@@ -146,15 +147,16 @@ class BoostingObjective:
     groups: np.ndarray | None = None
     logloss_weight: float = 0.0
     min_hessian: float = 1e-6
-    # Each XGBoost worker's memory of its last threshold (rank -> SelectionHint, boosting._hint): fewer reductions
-    # a round, never other numbers. One process's state between rounds, so it is not pickled with the settings.
-    _hints: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Each XGBoost worker's state between rounds, rank -> (SelectionHint or None, Workspace): its memory of the
+    # last threshold (boosting._hint: fewer reductions a round) and its per-row arrays (boosting._workspace: no
+    # fresh memory a round). Never other numbers; one process's state, so it is not pickled with the settings.
+    _workers: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __getstate__(self):
-        return {name: value for name, value in self.__dict__.items() if name != "_hints"}
+        return {name: value for name, value in self.__dict__.items() if name != "_workers"}
 
     def __setstate__(self, state):
-        self.__dict__.update(state, _hints={})
+        self.__dict__.update(state, _workers={})
 
     def gradient_hessian(self, scores, labels, sample_weight=None) -> GradientHessian:
         """:func:`objective_gradient_hessian` with these settings (and the library's row weights)."""
@@ -182,13 +184,15 @@ class BoostingObjective:
         if comm is None:
             out = self.gradient_hessian(preds, labels, sample_weight)
         else:  # xgboost.dask: this worker's rows, the threshold over every worker's (docs/distributed.md)
-            slots = HINT_SLOTS.get(self.quantile, 0) if isinstance(self.quantile, str) else 0
-            hint = self._hints.setdefault(comm.rank, SelectionHint(slots)) if slots else None
+            if comm.rank not in self._workers:
+                slots = HINT_SLOTS.get(self.quantile, 0) if isinstance(self.quantile, str) else 0
+                self._workers[comm.rank] = (SelectionHint(slots) if slots else None, Workspace())
+            hint, workspace = self._workers[comm.rank]
             out = distributed_gradient_hessian(
                 comm, preds, labels, objective=self.objective, target=self.target, form=self.form,
                 quantile=self.quantile, bandwidth=self.bandwidth, surrogate=self.surrogate, groups=self.groups,
                 logloss_weight=self.logloss_weight, min_hessian=self.min_hessian, sample_weight=sample_weight,
-                with_loss=False, hint=hint)  # a tree needs the gradient only
+                with_loss=False, hint=hint, workspace=workspace)  # a tree needs the gradient only; XGBoost copies it
         return out.grad.reshape(preds.shape), out.hess.reshape(preds.shape)
 
 

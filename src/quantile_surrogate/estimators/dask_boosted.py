@@ -120,7 +120,9 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         One of ``"kernel"``, ``"gaussian"``, ``"epanechnikov"``, ``"point"``, ``"lower_mean"``,
         ``"interval"``, ``"harrell_davis"``: the estimators the distributed objective computes exactly
         (docs/distributed.md; ``lower_mean`` gathers every score of ``A`` below its level on every
-        worker each round: at scale prefer the point estimate or the kernel).
+        worker each round: at scale prefer the point estimate or the kernel). At 10^6 rows on 2
+        workers a round of the point estimate took about 1.05 times one of ``binary:logistic``, the
+        Gaussian kernel's 1.75 times (its window of ``A``'s values is gathered every round).
     bandwidth : float > 0 or "auto", default="auto"
         As in ``QuantileBoostingClassifier``: "auto" is ``30 / |A|`` clipped to [0.05, 0.3], ``|A|`` the
         training partitions' rows of ``A``.

@@ -36,21 +36,26 @@ SURROGATES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def _logistic_slope(z: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+def _logistic_slope(z: torch.Tensor, upstream: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     # softplus's own backward kernel, the one autograd runs for _logistic: e^z / (1 + e^z) (1 above the
     # threshold), in one pass. Autograd through softplus would first compute the loss (its log1p is
-    # most of the cost) and keep the graph.
-    return torch.ops.aten.softplus_backward(upstream, z, _SOFTPLUS_BETA, _SOFTPLUS_THRESHOLD)
+    # most of the cost) and keep the graph. `out`: the same kernel writing into a kept array.
+    if out is None:
+        return torch.ops.aten.softplus_backward(upstream, z, _SOFTPLUS_BETA, _SOFTPLUS_THRESHOLD)
+    return torch.ops.aten.softplus_backward.grad_input(upstream, z, _SOFTPLUS_BETA, _SOFTPLUS_THRESHOLD,
+                                                       grad_input=out)
 
 
-def _hinge_slope(z: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
+def _hinge_slope(z: torch.Tensor, upstream: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     # clamp_min's backward: the gradient passes where 1 + z >= 0 (the kink included), as autograd's does.
-    return torch.where(1.0 + z >= 0.0, upstream, torch.zeros((), dtype=upstream.dtype, device=upstream.device))
+    zero = torch.zeros((), dtype=upstream.dtype, device=upstream.device)
+    return torch.where(1.0 + z >= 0.0, upstream, zero, out=out)
 
 
 #: ``upstream * l'(z)`` of each surrogate, elementwise: bit for bit the gradient that autograd gives ``z``
 #: from ``torch.dot(SURROGATES[name](z), upstream)``, without computing the loss (for a caller that needs
-#: the gradient alone: the distributed boosting objective, on every row of every round).
+#: the gradient alone: the distributed boosting objective, on every row of every round), into ``out=``
+#: when given.
 SURROGATE_SLOPES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "logistic": _logistic_slope,
     "hinge": _hinge_slope,

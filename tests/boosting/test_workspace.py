@@ -1,0 +1,81 @@
+"""The distributed objective's kept arrays (``boosting/_workspace.py``): reused, and never other numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quantile_surrogate.boosting._distributed import _row_weights, distributed_gradient_hessian
+from quantile_surrogate.boosting._hint import HINT_SLOTS, SelectionHint
+from quantile_surrogate.boosting._workspace import Workspace
+
+from ._fake_collective import run_workers
+
+
+def test_an_array_is_handed_out_again_while_its_size_and_dtype_stay():
+    workspace = Workspace()
+    first = workspace.array("z", 10)
+    assert workspace.array("z", 10) is first and first.dtype == np.float64
+    assert workspace.array("z", 11) is not first and workspace.array("z", 11, bool).dtype == bool
+    assert np.shares_memory(workspace.tensor("grad", 5).numpy(), workspace.array("grad", 5))
+
+
+def _rounds(parts, settings, kept, rounds=4):
+    """Each worker's (grad, hess) copies over ``rounds`` calls on drifting float32 margins, and whether its arrays
+    were the same memory in every call; ``kept``: one Workspace (and hint) per worker for all its calls."""
+    def worker(comm, part):
+        scores, labels, weight = part
+        hint = SelectionHint(HINT_SLOTS.get(settings["quantile"], 0)) if kept else None
+        workspace = Workspace() if kept else None
+        outs, grads = [], []
+        for step in range(rounds):
+            margins = (scores + 0.3 * step * (labels - 0.4)).astype(np.float32)  # XGBoost hands float32 margins
+            out = distributed_gradient_hessian(comm, margins, labels, sample_weight=weight, hint=hint,
+                                               workspace=workspace, with_loss=False, **settings)
+            outs.append((out.grad.copy(), out.hess.copy(), float(out.threshold)))
+            grads.append(out.grad)
+        return outs, all(np.shares_memory(grads[0], g) for g in grads[1:]) if scores.size else None
+    return run_workers(worker, parts)[0]
+
+
+@pytest.mark.parametrize("quantile", ["point", "kernel", "lower_mean"])
+@pytest.mark.parametrize("objective,form", [("precision_at_recall", "fp"), ("precision_at_rate", "tp")])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("surrogate,logloss_weight", [("logistic", 0.0), ("hinge", 0.3)])
+def test_kept_arrays_give_the_fresh_arrays_bits_call_after_call(quantile, objective, form, weighted, surrogate,
+                                                                  logloss_weight):
+    rng = np.random.default_rng(7)
+    n = 900
+    scores, labels = np.round(rng.normal(size=n), 2), (rng.random(n) < 0.3).astype(int)  # ties across workers
+    weight = rng.integers(0, 4, n) * 1.0 if weighted else None
+    cuts = [0, 250, 250, n]  # the middle worker has no row
+    parts = [(scores[a:b], labels[a:b], None if weight is None else weight[a:b]) for a, b in zip(cuts, cuts[1:])]
+    settings = dict(objective=objective, target=0.2 if form == "tp" else 0.8, form=form, quantile=quantile,
+                    surrogate=surrogate, logloss_weight=logloss_weight, bandwidth=0.1)
+    kept, fresh = _rounds(parts, settings, kept=True), _rounds(parts, settings, kept=False)
+    for (kept_outs, reused), (fresh_outs, _) in zip(kept, fresh):
+        assert reused in (True, None)  # the same memory every call (None: a worker without rows)
+        for (grad, hess, theta), (fresh_grad, fresh_hess, fresh_theta) in zip(kept_outs, fresh_outs):
+            assert theta == fresh_theta
+            np.testing.assert_array_equal(grad, fresh_grad)
+            np.testing.assert_array_equal(hess, fresh_hess)
+
+
+@settings(max_examples=80, deadline=None)
+@given(local=st.lists(st.integers(-6, 6), min_size=1, max_size=40),
+       other=st.lists(st.integers(-6, 6), max_size=40), edges=st.tuples(st.integers(-7, 7), st.integers(-7, 7)),
+       seed=st.integers(0, 2**16))
+def test_the_merge_gives_each_sorted_value_its_tied_ranks_weight(local, other, edges, seed):
+    # Reference: the search of every value in the window (the row-order search this merge replaced), by hand.
+    values = np.sort(np.array(local, dtype=np.float64) / 2)
+    everyone = np.concatenate([values, np.array(other, dtype=np.float64) / 2])
+    low, high = min(edges) / 2, max(edges) / 2
+    window = np.sort(everyone[(everyone >= low) & (everyone <= high)])
+    if window.size == 0:  # the objective takes the point rule then, and never asks
+        return
+    rank_weights = np.random.default_rng(seed).random(window.size)
+    weights = rank_weights[np.searchsorted(window, window, side="right") - 1]  # ties share their tied rank's weight
+    expected = [weights[np.flatnonzero(window == v)[-1]] if v in window else 0.0 for v in values]
+    np.testing.assert_array_equal(_row_weights(values, window, weights), expected)
