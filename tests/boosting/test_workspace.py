@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -79,3 +82,44 @@ def test_the_merge_gives_each_sorted_value_its_tied_ranks_weight(local, other, e
     weights = rank_weights[np.searchsorted(window, window, side="right") - 1]  # ties share their tied rank's weight
     expected = [weights[np.flatnonzero(window == v)[-1]] if v in window else 0.0 for v in values]
     np.testing.assert_array_equal(_row_weights(values, window, weights), expected)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xgboost") is None, reason="needs xgboost")
+def test_two_trainings_at_once_in_one_process_keep_apart(monkeypatch):
+    # A threaded Dask worker can run two trainings with one objective object at once, each as its rank 0: each
+    # thread gets its own hint and arrays (one shared workspace would mix their rows), and its own numbers.
+    import xgboost as xgb
+
+    from quantile_surrogate.boosting import adapters, xgboost_objective
+
+    fn = xgboost_objective("precision_at_recall", 0.8, quantile="kernel")
+    current = threading.local()
+    monkeypatch.setattr(adapters, "xgboost_communicator", lambda: getattr(current, "comm", None))
+    rng = np.random.default_rng(5)
+    data = [(rng.normal(size=n).astype(np.float32), (rng.random(n) < 0.3).astype(float)) for n in (300, 500)]
+    start = threading.Barrier(2)
+
+    def training(comm, part):  # each thread: a world of one worker, rank 0, three rounds
+        current.comm = comm
+        scores, labels = part
+        start.wait()
+        return [fn(scores + np.float32(step), xgb.DMatrix(np.zeros((scores.size, 1)), label=labels))[0].copy()
+                for step in range(3)]
+
+    results = [None, None]
+
+    def run(i):
+        results[i] = run_workers(training, [data[i]])[0][0]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(fn._workers) == 2 and {rank for rank, _ in fn._workers} == {0}
+    for (scores, labels), got in zip(data, results):
+        alone = xgboost_objective("precision_at_recall", 0.8, quantile="kernel")
+        current.comm = None
+        for step, grad in enumerate(got):
+            expected = alone(scores + np.float32(step), xgb.DMatrix(np.zeros((scores.size, 1)), label=labels))[0]
+            np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-12)

@@ -15,6 +15,7 @@ imported here.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,9 +148,11 @@ class BoostingObjective:
     groups: np.ndarray | None = None
     logloss_weight: float = 0.0
     min_hessian: float = 1e-6
-    # Each XGBoost worker's state between rounds, rank -> (SelectionHint or None, Workspace): its memory of the
-    # last threshold (boosting._hint: fewer reductions a round) and its per-row arrays (boosting._workspace: no
-    # fresh memory a round). Never other numbers; one process's state, so it is not pickled with the settings.
+    # Each XGBoost worker's state between rounds, (rank, thread) -> (SelectionHint or None, Workspace): its memory
+    # of the last threshold (boosting._hint: fewer reductions a round) and its per-row arrays (boosting._workspace:
+    # no fresh memory a round). Never other numbers; one process's state, so it is not pickled with the settings.
+    # By thread too: a threaded Dask worker may run two trainings with this object at once, each with its rank 0,
+    # and a shared workspace would mix their rows (a training runs all its rounds in one thread).
     _workers: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __getstate__(self):
@@ -184,10 +187,11 @@ class BoostingObjective:
         if comm is None:
             out = self.gradient_hessian(preds, labels, sample_weight)
         else:  # xgboost.dask: this worker's rows, the threshold over every worker's (docs/distributed.md)
-            if comm.rank not in self._workers:
+            worker = (comm.rank, threading.get_ident())
+            if worker not in self._workers:
                 slots = HINT_SLOTS.get(self.quantile, 0) if isinstance(self.quantile, str) else 0
-                self._workers[comm.rank] = (SelectionHint(slots) if slots else None, Workspace())
-            hint, workspace = self._workers[comm.rank]
+                self._workers[worker] = (SelectionHint(slots) if slots else None, Workspace())
+            hint, workspace = self._workers[worker]
             out = distributed_gradient_hessian(
                 comm, preds, labels, objective=self.objective, target=self.target, form=self.form,
                 quantile=self.quantile, bandwidth=self.bandwidth, surrogate=self.surrogate, groups=self.groups,
