@@ -1,8 +1,8 @@
 """One XGBoost worker's arrays for the distributed objective's per-row arithmetic, kept from round to round.
 
-Why: a Dask worker does not allocate as this process does. Dask's nanny starts every worker with
-``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``), and setting any of glibc's
-malloc parameters turns off its dynamic mmap threshold: every array above 128 KiB is then mapped
+Why: a Dask worker does not allocate as a plain Python process does. Dask's nanny starts every worker with
+``MALLOC_TRIM_THRESHOLD_=65536`` (``distributed.nanny.pre-spawn-environ``), and setting glibc's trim
+threshold (or its top pad, mmap threshold or mmap maximum) turns off its dynamic mmap threshold: every array above 128 KiB is then mapped
 afresh and its pages faulted in on first write. On this machine a NumPy ``a * 2`` on 500,000 float64
 took 0.33 ms in a plain process and 1.70 ms with that variable set, and a call of the objective on a
 worker's 500,000 rows made about seven such temporaries (docs/distributed.md). XGBoost's own
