@@ -49,6 +49,13 @@ by them), the test part is unweighted.
 objective's rounds (without each run's first): on a shared machine whose speed drifts over minutes,
 a drift then falls on every objective instead of on one segment (docs/distributed.md).
 
+``--start-rounds N`` times the rounds that follow one ``binary:logistic`` booster of ``N`` rounds (every
+timed run continues it, ``xgb_model=``), as the estimators' quantile rounds follow their log-loss start;
+by default each timed run starts from a constant margin, where the objectives grow trees of very
+different sizes (the point objective's had about 5 leaves where ``binary:logistic``'s had 63), so the
+rounds' cost differs by more than the objectives'. The table gives each objective's mean leaves per
+timed tree.
+
 ``--quick`` (10^4 rows, 2 workers as threads, 5 rounds, 4 partitions: seconds) is what
 tests/cross/test_dask_benchmark.py runs. ``--out`` is never overwritten.
 """
@@ -160,6 +167,12 @@ def _round_seconds(booster) -> np.ndarray:
     return np.array([float(s) for s in booster.attr("round_seconds").split(",")])
 
 
+def leaves_per_tree(booster, skip: int = 0) -> float:
+    """The mean number of leaves of ``booster``'s trees after its first ``skip`` (the start's)."""
+    trees = booster.trees_to_dataframe()
+    return float((trees.Feature == "Leaf")[trees.Tree >= skip].groupby(trees.Tree[trees.Tree >= skip]).sum().mean())
+
+
 def logloss_objective(margins, dtrain):
     """``binary:logistic``'s gradient and Hessian in NumPy, passed as ``obj=``: what any custom objective costs
     (times the DMatrix's row weights, if it has any)."""
@@ -176,28 +189,38 @@ def row_weights(y):
 
 # -- one cluster ------------------------------------------------------------------------------------
 def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool, weight=None,
-              repeats: int = 1) -> dict:
-    """Seconds per round of ``binary:logistic``, of :func:`logloss_objective` and of the quantile objective, and
-    the quantile objective's reductions per round (rank 0). With ``repeats`` the three runs are made that many
-    times in turn, and each objective's seconds are its runs' rounds one after the other."""
+              repeats: int = 1, start_rounds: int = 0) -> dict:
+    """Seconds per round of ``binary:logistic``, of :func:`logloss_objective` and of the quantile objective, the
+    quantile objective's reductions per round (rank 0), and each objective's leaves per tree. With ``repeats`` the
+    three runs are made that many times in turn, and each objective's seconds are its runs' rounds one after the
+    other. With ``start_rounds`` every timed run continues from one ``binary:logistic`` booster of that many
+    rounds, as the estimators' quantile rounds follow their log-loss start (only the new rounds are timed)."""
     from xgboost import dask as dxgb
 
     dtrain = dxgb.DaskDMatrix(client, X, y, weight=weight)
     mean = y.mean() if weight is None else (y * weight).sum() / weight.sum()
     params = {"nthread": 1, "verbosity": 0, "tree_method": "hist", "base_score": float(mean.compute())}
+    start = None
+    if start_rounds:
+        start = dxgb.train(client, {**params, "objective": "binary:logistic"}, dtrain, num_boost_round=start_rounds,
+                           verbose_eval=False)["booster"]
+        del params["base_score"]  # the start's own, kept by the runs that continue it
     fn = xgboost_objective(OBJECTIVE, TARGET, quantile=quantile, bandwidth=bandwidth)
     client.run(_install_counter)
     seconds = {"logloss_s": [], "custom_logloss_s": [], "quantile_s": []}
+    leaves = {name: [] for name in seconds}
     for _ in range(repeats):  # in turn, so that a slow spell of the machine falls on every objective
         for name, extra, obj in (("logloss_s", {"objective": "binary:logistic"}, None),
                                  ("custom_logloss_s", {"disable_default_eval_metric": 1}, logloss_objective),
                                  ("quantile_s", {"disable_default_eval_metric": 1}, fn)):
             booster = dxgb.train(client, {**params, **extra}, dtrain, num_boost_round=rounds, obj=obj,
-                                 callbacks=[_round_timer()], verbose_eval=False)["booster"]
+                                 xgb_model=start, callbacks=[_round_timer()], verbose_eval=False)["booster"]
             seconds[name].append(_round_seconds(booster))
+            leaves[name].append(leaves_per_tree(booster, start_rounds))
     records = list(client.run(_read_counter).values())
     calls = [c for c in (sum(records, []) if processes else records[0]) if c[0] == 0]  # threads share one list
     return dict(**{name: np.concatenate(runs) for name, runs in seconds.items()},
+                **{f"{name[:-2]}_leaves": float(np.mean(counts)) for name, counts in leaves.items()},
                 reductions_per_round=len(calls) / (rounds * repeats),
                 bytes_per_round=sum(b for _, b in calls) / (rounds * repeats))
 
@@ -219,7 +242,7 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
         model = DaskQuantileBoostingClassifier(client=client, **settings).fit(X, y, sample_weight=weight)
         fit_s = time.perf_counter() - start
         rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes, weight,
-                           args.repeats)
+                           args.repeats, args.start_rounds)
         later = {name: after_first(rounds[name], args.rounds)
                  for name in ("logloss_s", "quantile_s", "custom_logloss_s")}
         decision = model.decision_function(dask_data(len(y_test), 2, first=args.partitions, seed=args.seed)[0])
@@ -231,7 +254,8 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
                 logloss_s_median=float(np.median(rounds["logloss_s"])),
                 quantile_s_median=float(np.median(rounds["quantile_s"])), logloss_s=rounds["logloss_s"],
                 quantile_s=rounds["quantile_s"], custom_logloss_s=rounds["custom_logloss_s"],
-                reductions_per_round=rounds["reductions_per_round"],
+                reductions_per_round=rounds["reductions_per_round"], logloss_leaves=rounds["logloss_leaves"],
+                custom_logloss_leaves=rounds["custom_logloss_leaves"], quantile_leaves=rounds["quantile_leaves"],
                 reduction_bytes_per_round=rounds["bytes_per_round"], dask_fit_s=fit_s,
                 dask_rounds_kept=model.best_iteration_, dask_precision=precision,
                 held_out_partitions=" ".join(map(str, model.validation_partitions_[0])))
@@ -253,16 +277,22 @@ def run(args) -> pd.DataFrame:
     for workers in args.workers:
         row = run_cluster(workers, args, settings, test)
         rows.append(dict(rows=args.rows, partitions=args.partitions, processes=args.processes, rounds=args.rounds,
-                         quantile=args.quantile, weights=args.weights, repeats=args.repeats, **row, **single_row))
+                         quantile=args.quantile, weights=args.weights, repeats=args.repeats,
+                         start_rounds=args.start_rounds, **row, **single_row))
     return pd.DataFrame(rows)
+
+
+def start_note(start_rounds: int) -> str:
+    return f", every timed run continues one binary:logistic start of {start_rounds} rounds" if start_rounds else ""
 
 
 def summary(frame: pd.DataFrame) -> str:
     lines = ["| workers | s/round log loss | s/round quantile | ratio | s/round log loss as `obj=` (ratio) | "
              "first round s (log loss / quantile) | "
              "median s/round (log loss / quantile) | ratio of medians | reductions/round | bytes/round | "
+             "leaves/tree (log loss / quantile) | "
              "P@R0.9 Dask | P@R0.9 one machine | fit s (Dask / one) | quantile rounds kept (Dask / one) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in frame.itertuples():
         later = {name: after_first(getattr(row, name), row.rounds) for name in ("logloss_s", "quantile_s",
                                                                                  "custom_logloss_s")}
@@ -273,7 +303,8 @@ def summary(frame: pd.DataFrame) -> str:
                      f"{row.logloss_s[0]:.2f} / {row.quantile_s[0]:.2f} | "
                      f"{row.logloss_s_median:.3f} / {row.quantile_s_median:.3f} | "
                      f"{row.quantile_s_median / row.logloss_s_median:.2f} | {row.reductions_per_round:g} | "
-                     f"{row.reduction_bytes_per_round:,.0f} | {row.dask_precision:.4f} | {row.single_precision:.4f} | "
+                     f"{row.reduction_bytes_per_round:,.0f} | {row.logloss_leaves:.1f} / {row.quantile_leaves:.1f} | "
+                     f"{row.dask_precision:.4f} | {row.single_precision:.4f} | "
                      f"{row.dask_fit_s:.1f} / {row.single_fit_s:.1f} | {row.dask_rounds_kept} / "
                      f"{row.single_rounds_kept} |")
     first = frame.iloc[0]
@@ -281,6 +312,7 @@ def summary(frame: pd.DataFrame) -> str:
     lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds"
                  f"{f' a run, each objective timed in {repeats} runs, the three in turn' if repeats > 1 else ''}, "
                  f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}"
+                 f"{start_note(int(first.get('start_rounds', 0)))}"
                  f"{f', negatives weigh {NEGATIVE_WEIGHT:g} (--weights)' if first.get('weights', False) else ''}; "
                  "seconds per round are rank 0's, mean ± s.e. over the rounds after the first of each run (XGBoost's "
                  "one-time work makes it slow: given apart, the first run's), and the median of all.")
@@ -302,6 +334,9 @@ def parse(argv=None):
     parser.add_argument("--repeats", type=int, default=1,
                         help="time each objective's rounds this many times, the objectives in turn (a slow spell of a "
                              "shared machine then falls on each)")
+    parser.add_argument("--start-rounds", type=int, default=0,
+                        help="time the rounds that follow one binary:logistic start of this many rounds (as the "
+                             "estimators' quantile rounds follow theirs); 0: from a constant start")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV (and a .md summary beside it); never overwritten")
     args = parser.parse_args(argv)
@@ -310,6 +345,8 @@ def parse(argv=None):
         parser.error(problem)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1; got {args.repeats}.")
+    if args.start_rounds < 0:
+        parser.error(f"--start-rounds must be at least 0; got {args.start_rounds}.")
     args.workers = [int(w) for w in names(args.workers, WORKERS, "--workers")]
     if args.quick:
         vars(args).update(QUICK)

@@ -114,3 +114,24 @@ def test_the_summary_is_beside_the_csv_and_never_overwritten(quick):
     assert "| 2 | " in text and f"{rows.dask_precision[0]:.4f}" in text
     with pytest.raises(SystemExit):
         bench.main(["--quick", "--out", str(out)])
+
+
+def test_leaves_are_counted_after_the_start_and_timed_runs_can_continue_one(tmp_path):
+    import xgboost as xgb
+
+    bench = load("dask_boosting")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    dtrain = xgb.DMatrix(X, label=(X[:, 0] + X[:, 1] > 0).astype(float))
+    start = xgb.train({"max_depth": 1, "nthread": 1}, dtrain, num_boost_round=2)  # stumps: 2 leaves each
+    booster = xgb.train({"max_depth": 2, "nthread": 1}, dtrain, num_boost_round=2, xgb_model=start)
+    trees = booster.trees_to_dataframe()
+    later = [int((trees.Feature == "Leaf")[trees.Tree == t].sum()) for t in (2, 3)]
+    assert bench.leaves_per_tree(booster, 2) == np.mean(later)
+    assert bench.leaves_per_tree(booster) == np.mean([2, 2] + later)
+    rows = bench.main(["--quick", "--start-rounds", "3", "--out", str(tmp_path / "start.csv")])
+    assert rows.start_rounds[0] == 3 and len(rows.quantile_s[0]) == 5  # only the 5 new rounds are timed
+    assert 1 <= rows.quantile_leaves[0] <= 64 and 1 <= rows.logloss_leaves[0] <= 64
+    assert "continues one binary:logistic start of 3 rounds" in (tmp_path / "start.md").read_text()
+    with pytest.raises(SystemExit):
+        bench.parse(["--start-rounds", "-1"])
