@@ -170,7 +170,8 @@ def _round_seconds(booster) -> np.ndarray:
 def leaves_per_tree(booster, skip: int = 0) -> float:
     """The mean number of leaves of ``booster``'s trees after its first ``skip`` (the start's)."""
     trees = booster.trees_to_dataframe()
-    return float((trees.Feature == "Leaf")[trees.Tree >= skip].groupby(trees.Tree[trees.Tree >= skip]).sum().mean())
+    later = trees[trees.Tree >= skip]
+    return float((later.Feature == "Leaf").groupby(later.Tree).sum().mean())
 
 
 def logloss_objective(margins, dtrain):
