@@ -9,7 +9,7 @@ the key it found last time. The next call's first reduction (which carries the c
 anyway) also sums every worker's counts in :data:`~._collective.SELECTION_BINS` bins of that window
 (:func:`~._collective._edges`) and two outer bins, below and above it; the bin holding the rank is
 then known, and when it is small its keys are gathered in the next reduction: 3 reductions a point
-call (counts and histogram, the gather, the gradient's sums) against 6 to 7 from the span.
+call (counts and histogram, the gather, the gradient's sums) against 4 to 7 from the span.
 
 **With row weights** the bins carry weights (each worker sends its own, or its counts where it has
 none: whether the rows are weighted is decided in the same reduction), and the bin holding the mass
