@@ -24,6 +24,9 @@ converged reference the issue compares batch 32 with, not a 30-step fit.
 ``from_batch``      ``subset_from_batch=True``: Algorithm 1 with ``A_b`` the batch's own positives,
                     about 3 at batch 32 (a batch without one draws the rule's minibatch)
 ``bce``             binary cross-entropy (``BCEWithLogitsLoss``), the same batches
+``bce_stacked``     ``bce`` whose forward pass also takes as many training positives as ``default``'s
+                    separate minibatch of ``A`` holds (drawn uniformly; their scores enter no loss):
+                    the cost of those rows alone, the floor of any step that forwards them
 ``focal``           focal loss, ``alpha=0.25, gamma=2`` (Lin et al. 2017), the same batches
 ``separate_64``     a separate minibatch of 64 rows of ``A`` a step (``subset_batch_size=64``)
 ``buffer_64``       the same with ``threshold_memory="buffer"`` (the value from the buffer, the
@@ -82,8 +85,10 @@ from benchmarks._output import mean_se, names, out_problem, report  # noqa: E402
 from quantile_surrogate import train  # noqa: E402
 from quantile_surrogate.metrics import precision_at_recall  # noqa: E402
 from quantile_surrogate.objectives import predict_scores  # noqa: E402
+from quantile_surrogate.training.subset_size import subset_plan  # noqa: E402
 
-METHODS = ("default", "buffer", "ema", "from_batch", "bce", "focal", "aploss", "separate_64", "buffer_64")
+METHODS = ("default", "buffer", "ema", "from_batch", "bce", "focal", "aploss", "separate_64", "buffer_64",
+           "bce_stacked")
 QUANTILE = {"default": {}, "buffer": {"threshold_memory": "buffer"}, "ema": {"threshold_memory": "ema"},
             "from_batch": {"subset_from_batch": True}, "separate_64": {"subset_batch_size": 64},
             "buffer_64": {"threshold_memory": "buffer", "subset_batch_size": 64}}
@@ -196,6 +201,8 @@ def _loop(model, X, y, method, batch_size, epochs, lr, seed, device) -> tuple[fl
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     y_np, steps = y.cpu().numpy(), 0
+    positives, extra = stacked_rows(y_np, batch_size) if method == "bce_stacked" else (None, 0)
+    stack_rng = np.random.default_rng([seed, 1])  # its own stream: the batches stay bce's
     with _Clock(device) as clock:
         for _ in range(epochs):
             if method == "aploss":
@@ -204,9 +211,13 @@ def _loop(model, X, y, method, batch_size, epochs, lr, seed, device) -> tuple[fl
                 batches = np.array_split(rng.permutation(n), max(1, math.ceil(n / batch_size)))
             for rows in batches:
                 index = torch.as_tensor(rows, device=device)
-                scores = model(X.index_select(0, index)).reshape(-1)
+                if extra:  # one forward pass over the batch and the stacked positives, as train()'s default
+                    stacked = torch.as_tensor(positives[stack_rng.integers(positives.size, size=extra)], device=device)
+                    scores = model(X.index_select(0, torch.cat([index, stacked]))).reshape(-1)[:index.numel()]
+                else:
+                    scores = model(X.index_select(0, index)).reshape(-1)
                 target = y.index_select(0, index)
-                if method == "bce":
+                if method in ("bce", "bce_stacked"):
                     loss = F.binary_cross_entropy_with_logits(scores, target.to(scores.dtype))
                 elif method == "focal":
                     loss = focal_loss(scores, target)
@@ -217,6 +228,19 @@ def _loop(model, X, y, method, batch_size, epochs, lr, seed, device) -> tuple[fl
                 optimizer.step()
                 steps += 1
     return clock.seconds, steps
+
+
+def stacked_rows(y: np.ndarray, batch_size: int) -> tuple[np.ndarray, int]:
+    """``bce_stacked``: (the training positives, how many of them a step stacks), as ``default`` plans it.
+
+    ``train()``'s own plan for precision at recall 0.9 (:func:`~quantile_surrogate.training.subset_size.subset_plan`):
+    its separate minibatch of ``A``, or 0 rows where the batch's own rows of ``A`` serve (full batch included).
+    """
+    positives = np.flatnonzero(y == 1)
+    if batch_size >= y.size:
+        return positives, 0
+    plan = subset_plan(y.size, batch_size, [positives.size], RECALL)
+    return positives, plan.size if plan.separate else 0
 
 
 def _threshold_rows(result, model, X, y) -> dict:
@@ -322,7 +346,7 @@ def targets(rows: pd.DataFrame) -> list:
             out.append("- threshold spread (sd of the step thresholds' recall), from_batch / buffer at batch 32: "
                        f"{spread[0] / spread[1]:.2f}x")
     bce = rows[(rows.batch == "32") & (rows.method == "bce")].step_ms.median()
-    for method in ("default", "buffer", "from_batch"):
+    for method in ("default", "buffer", "from_batch", "bce_stacked"):
         mine = rows[(rows.batch == "32") & (rows.method == method)].step_ms.median()
         if not math.isnan(bce) and not math.isnan(mine):
             out.append(f"- step cost, {method} / bce at batch 32: {mine / bce:.2f}x (median ms per step)")

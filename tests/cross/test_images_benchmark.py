@@ -59,3 +59,22 @@ def test_augmented_copies_keep_the_labels_and_shift_each_copy_by_at_most_a_pixel
                        for a in (-1, 0, 1) for b in (-1, 0, 1))
         assert residual == pytest.approx(0.1, rel=0.1)
     assert bench.augmented(X, y, 0, seed=0)[0] is X
+
+
+def test_bce_stacked_forwards_the_defaults_minibatch_of_a_and_trains_as_bce():
+    # The stacked rows are what train()'s default plan stacks: its separate minibatch of A at batch 32, none on the
+    # full batch (A_b = A there).
+    from quantile_surrogate.training.subset_size import subset_plan
+
+    y = (np.arange(898) % 10 == 0).astype(int)  # 90 positives
+    positives, extra = bench.stacked_rows(y, 32)
+    plan = subset_plan(898, 32, [90], 0.9)
+    assert plan.separate and extra == plan.size == 32 and np.array_equal(positives, np.flatnonzero(y))
+    assert bench.stacked_rows(y, 898)[1] == 0
+    # Their scores enter no loss and the batches are bce's: the same model up to the convolution's rounding on a
+    # larger batch, and a step that costs more than bce's.
+    rows = bench.run(digits=(3,), seeds=range(1), batch_sizes=("32",), methods=["bce", "bce_stacked"], epochs=2)
+    bce, stacked = (rows[rows.method == m].iloc[0] for m in ("bce", "bce_stacked"))
+    assert stacked.steps == bce.steps == 58
+    assert stacked.average_precision == pytest.approx(bce.average_precision, abs=1e-3)
+    assert "step cost, bce_stacked / bce at batch 32" in bench.summary(rows)
