@@ -169,11 +169,30 @@ def test_groups_of_the_same_column_give_one_threshold_per_group_as_well(files, t
     assert cells(out, "recall >= 0.5 in each group by g")[3] == ">= 0.5"
 
 
+def test_a_precision_floor_in_each_group_is_fitted_stored_and_measured_per_group(files, tmp_path, capsys):
+    train, test = files
+    model, text = tmp_path / "m.qs", "ppv >= 40% in each group by g"
+    code, _, err = run([*FIT, "--quiet", train, "--constraint", text, "--out", model], capsys)
+    assert code == 0, err
+    saved = load_model(model)
+    assert saved.parsed_constraints[0][0] == rate("precision", at_least=0.4, in_each_group=True)
+    code, out, err = run(["evaluate", model, test, "--out-dir", tmp_path / "ev", "--bootstrap", "50"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(test)
+    flagged, positive = scores_of(saved, frame, test) > 0, (frame.y == "yes").to_numpy()
+    precisions = {g: positive[flagged & (frame.g == g).to_numpy()].mean() for g in ("a", "b")}
+    _, value, _, bound, met = cells(out, text)
+    assert value == f"{min(precisions.values()):.4f} (a {precisions['a']:.4f}, b {precisions['b']:.4f})"
+    assert bound == ">= 0.4" and met == ("met" if min(precisions.values()) >= 0.4 else "NOT MET")
+
+
 @pytest.mark.parametrize("extra, code, message", [
     (["--constraint", "recall gap >= 0.1 by g"], 2,
      _parse.PARSE_MESSAGE.format(text="recall gap >= 0.1 by g", problem=_parse.GAP_FLOOR_PROBLEM)),
-    (["--constraint", "precision >= 0.5"], 2, _parse.PARSE_MESSAGE.format(
-        text="precision >= 0.5", problem=_parse.RATE_PROBLEM.format(rate="precision", known=_parse._KNOWN_RATES))),
+    (["--constraint", "recall_at_k >= 0.5"], 2, _parse.PARSE_MESSAGE.format(
+        text="recall_at_k >= 0.5", problem=_parse.RATE_PROBLEM.format(rate="recall_at_k", known=_parse._KNOWN_RATES))),
+    (["--constraint", "precision gap <= 0.1 by g"], 2,
+     _parse.PARSE_MESSAGE.format(text="precision gap <= 0.1 by g", problem=_parse.PRECISION_GAP_PROBLEM)),
     (["--constraint", "fpr <= 0.1 by g"], 2,
      _parse.PARSE_MESSAGE.format(text="fpr <= 0.1 by g", problem=_parse.BY_UNUSED_PROBLEM.format(column="g"))),
     (["--constraint", GAP, "--constraint", "fpr <= 0.3 in each group by colour"], 2,

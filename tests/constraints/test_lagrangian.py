@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from quantile_surrogate.constraints import ConstraintSet, gap, rate
-from quantile_surrogate.losses import precision_at_recall_loss
+from quantile_surrogate.losses import precision_at_rate_loss, precision_at_recall_loss
 
 
 def _batch(seed, n=60, groups=3):
@@ -13,12 +13,31 @@ def _batch(seed, n=60, groups=3):
     return rng.normal(size=n), rng.integers(0, 2, size=n), rng.integers(0, groups, size=n)
 
 
+def _fit_linear(Xt, yt, gt, loss, constraints, steps):
+    """A linear model's scores after ``steps`` full-batch Adam steps on ``loss(scores)`` (a (loss, threshold)
+    pair) plus the penalty of ``constraints`` (None: none), whose multipliers step after each."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(Xt.shape[1], 1).double()
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(steps):
+        scores = model(Xt).squeeze(-1)
+        out = loss(scores)
+        total = out.loss + (0.0 if constraints is None else constraints.penalty(scores, yt, out.threshold, gt))
+        opt.zero_grad()
+        total.backward()
+        opt.step()
+        if constraints is not None:
+            constraints.update(scores.detach(), yt, out.threshold.detach(), gt)
+    with torch.no_grad():
+        return model(Xt).squeeze(-1)
+
+
 def test_penalty_is_an_upper_bound_of_the_exact_excess_and_differentiable():
     s, y, g = _batch(1, n=80, groups=2)
     scores = torch.as_tensor(s).requires_grad_()
     labels, groups = torch.as_tensor(y), torch.as_tensor(g)
     constraints = [rate("recall", at_least=0.7, in_each_group=True), gap("positive_rate", at_most=0.05),
-                   rate("fpr", at_most=0.1)]
+                   rate("fpr", at_most=0.1), rate("precision", at_least=0.6, in_each_group=True)]
     cs = ConstraintSet(constraints, n_groups=2, step_size=1.0)
     cs.update(scores, labels, 0.4, groups)  # multipliers = max(0, exact excess)
     for c, m in zip(constraints, cs._multipliers):
@@ -57,22 +76,10 @@ def test_training_with_a_recall_gap_constraint_narrows_the_gap_at_one_threshold(
     Xt, yt, gt = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(g)
 
     def fit(constrained):
-        torch.manual_seed(0)
-        model = torch.nn.Linear(3, 1).double()
         cs = ConstraintSet([gap("recall", at_most=0.05)], n_groups=2, step_size=0.1)
-        opt = torch.optim.Adam(model.parameters(), lr=0.05)
-        for _ in range(1000):
-            scores = model(Xt).squeeze(-1)
-            out = precision_at_recall_loss(scores, yt, 0.8, return_threshold=True)
-            loss = out.loss + (cs.penalty(scores, yt, out.threshold, gt) if constrained else 0.0)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if constrained:
-                cs.update(scores.detach(), yt, out.threshold.detach(), gt)
-        with torch.no_grad():
-            scores = model(Xt).squeeze(-1)
-            t = torch.quantile(scores[yt == 1], 0.2)  # recall 0.8 over both groups: one threshold
+        loss = lambda scores: precision_at_recall_loss(scores, yt, 0.8, return_threshold=True)  # noqa: E731
+        scores = _fit_linear(Xt, yt, gt, loss, cs if constrained else None, steps=1000)
+        t = torch.quantile(scores[yt == 1], 0.2)  # recall 0.8 over both groups: one threshold
         return ConstraintSet([gap("recall", at_most=0.0)], n_groups=2).update(scores, yt, t, gt)[0]["value"]
 
     free, constrained = fit(False), fit(True)
@@ -137,3 +144,42 @@ def test_noise_is_the_binomial_standard_error_of_each_value():
     assert record[1]["noise"] == pytest.approx(np.sqrt(fpr * (1 - fpr) / (y == 0).sum()))
     rates = np.array([above[g == k].mean() for k in range(3)])
     assert record[2]["noise"] == pytest.approx(np.sqrt(rates * (1 - rates) / np.bincount(g)))
+
+
+def test_a_precision_floor_steps_on_its_exact_excess_and_holds_where_nothing_is_selected():
+    s, y, g = _batch(4, n=40, groups=2)
+    scores, labels, groups = torch.as_tensor(s), torch.as_tensor(y), torch.as_tensor(g)
+    cs = ConstraintSet([rate("precision", at_least=0.9, in_each_group=True)], n_groups=2, step_size=0.5)
+    t = float(np.quantile(s, 0.6))  # both groups select rows
+    record = cs.update(scores, labels, t, groups)[0]
+    above = s > t
+    for k in (0, 1):
+        precision = y[above & (g == k)].mean()
+        assert record["value"][k] == pytest.approx(precision)
+        assert cs.multipliers[0][k] == pytest.approx(0.5 * max(0.0, 0.9 - precision))
+        assert record["noise"][k] == pytest.approx(np.sqrt(precision * (1 - precision) / (above & (g == k)).sum()))
+    # Above every score no row is selected: no false positive, the floor holds (precision 1) and the multipliers decay.
+    record = cs.update(scores, labels, float(s.max()) + 1.0, groups)[0]
+    assert record["value"] == [1.0, 1.0] and record["excess"] == pytest.approx([-0.1, -0.1])
+
+
+def test_training_with_a_precision_floor_in_each_group_raises_the_lower_group_to_it():
+    # Group 1's negatives score 1 higher: one group-blind threshold at a 20 % rate gives it precision 0.658
+    # against group 0's 0.821. A floor of 0.7 in each group (step 0.1, 600 full-batch steps, the sigmoid proxy)
+    # moves group 1 to 0.690 (the last iterate oscillates about the floor) and leaves group 0 above it (0.793).
+    rng = np.random.default_rng(0)
+    n = 2000
+    g = rng.integers(0, 2, size=n)
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    X = np.c_[rng.normal(size=n) + 2.0 * y + 1.0 * g * (1 - y), g + 0.0, rng.normal(size=n)]
+    Xt, yt, gt = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(g)
+
+    def fit(constrained):
+        cs = ConstraintSet([rate("precision", at_least=0.7, in_each_group=True)], n_groups=2, step_size=0.1,
+                           surrogate="sigmoid")
+        loss = lambda scores: precision_at_rate_loss(scores, yt, 0.2, return_threshold=True)  # noqa: E731
+        scores = _fit_linear(Xt, yt, gt, loss, cs if constrained else None, steps=600)
+        return cs.evaluate(scores, yt, torch.quantile(scores, 0.8), gt)[0]["value"]  # the rate's own threshold
+
+    free, constrained = fit(False), fit(True)
+    assert free[1] < 0.67 and constrained[1] > 0.685 and constrained[0] > 0.75

@@ -20,6 +20,8 @@ from tests._messages import exact
     ("TPR>=0.8 by race IN EACH GROUP", rate("recall", at_least=0.8, in_each_group=True), "race"),
     ("true_positive_rate >= 1", rate("recall", at_least=1.0), None),
     ("fpr ≤ 0%", rate("fpr", at_most=0.0), None),
+    ("precision >= 0.8", rate("precision", at_least=0.8), None),
+    ("ppv >= 70% in each group by sex", rate("precision", at_least=0.7, in_each_group=True), "sex"),
 ])
 def test_examples_parse_to_the_constraints_rate_and_gap_build(text, built, by):
     constraint, column = parse_constraint(text)
@@ -41,8 +43,9 @@ def random_case(word):
 @st.composite
 def constraint_texts(draw):
     name = draw(st.sampled_from(RATES + tuple(ALIASES)))
-    scope = draw(st.sampled_from(["all", "each_group", "gap"]))
-    floor = scope != "gap" and draw(st.booleans())
+    precision = ALIASES.get(name, name) == "precision"  # a floor, on all rows or in each group
+    scope = draw(st.sampled_from(["all", "each_group"] + ([] if precision else ["gap"])))
+    floor = scope != "gap" and (precision or draw(st.booleans()))
     if draw(st.booleans()):
         percent = draw(st.integers(0, 100))
         number, bound = f"{percent}%", percent / 100
@@ -76,7 +79,9 @@ def test_any_rate_bound_and_scope_round_trips(case):
     ("recall gap < 0.05 by sex", P.SHAPE_PROBLEM),
     ("recall >= 0.7 by", P.SHAPE_PROBLEM),
     ("", P.SHAPE_PROBLEM),
-    ("precision >= 0.5", P.RATE_PROBLEM.format(rate="precision", known=P._KNOWN_RATES)),
+    ("recall_at_k >= 0.5", P.RATE_PROBLEM.format(rate="recall_at_k", known=P._KNOWN_RATES)),
+    ("PPV gap <= 0.1 by sex", P.PRECISION_GAP_PROBLEM),
+    ("precision <= 0.9", P.PRECISION_CEILING_PROBLEM),
     ("recall <= abc", P.NUMBER_PROBLEM.format(number="abc")),
     ("recall <= 1.5", P.RANGE_PROBLEM.format(number="1.5")),
     ("fpr <= 150%", P.RANGE_PROBLEM.format(number="150%")),

@@ -1,10 +1,13 @@
 """The constraint vocabulary: names, aliases and one clear error for a bad constraint."""
 
+import re
+
 import pytest
 import torch
 
 from quantile_surrogate.constraints import ConstraintSet, gap, rate
 from quantile_surrogate.constraints._lagrangian import GROUPS_NEEDED_MESSAGE, N_GROUPS_MESSAGE
+from quantile_surrogate.constraints._vocabulary import PRECISION_CEILING_MESSAGE, PRECISION_GAP_MESSAGE
 
 
 def test_vocabulary_names_aliases_and_bad_bounds():
@@ -17,7 +20,12 @@ def test_vocabulary_names_aliases_and_bad_bounds():
     with pytest.raises(ValueError, match=r"`at_most` must be a rate in \[0, 1\]"):
         gap("recall", at_most=1.5)
     with pytest.raises(ValueError, match="`rate` must be one of"):
-        rate("precision", at_least=0.5)
+        rate("recall_at_k", at_least=0.5)
+    assert rate("ppv", at_least=0.5) == rate("precision", at_least=0.5)
+    with pytest.raises(ValueError, match=re.escape(PRECISION_GAP_MESSAGE)):
+        gap("ppv", at_most=0.1)
+    with pytest.raises(ValueError, match=re.escape(PRECISION_CEILING_MESSAGE.format(value=0.9))):
+        rate("precision", at_most=0.9)
     with pytest.raises(ValueError, match=N_GROUPS_MESSAGE.format(value=None).split(";")[0]):
         ConstraintSet([gap("recall", at_most=0.05)])
     with pytest.raises(TypeError, match="item 0 is str"):

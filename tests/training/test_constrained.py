@@ -143,6 +143,9 @@ def test_bad_constraint_input_is_refused_before_training():
     no_positive[(y == 1)] = torch.remainder(torch.arange(int(y.sum())), 2)
     with pytest.raises(ValueError, match="group 2 has no row that the rate counts"):
         train(model, X, y, constraints=[gap("recall", at_most=0.05)], groups=no_positive, group_thresholds=False)
+    with pytest.raises(ValueError, match=r"group 2 has no row that the rate counts \(positives: without one"):
+        train(model, X, y, constraints=[rate("precision", at_least=0.5, in_each_group=True)], groups=no_positive,
+              group_thresholds=False)
     with pytest.raises(ValueError, match="cannot hold together"):
         train(model, X, y, target=0.8, constraints=[rate("recall", at_least=0.9)])
     with pytest.raises(ValueError, match="set no threshold and enter no constraint"):

@@ -9,7 +9,9 @@ is linear in them:
     \mathrm{FPR} = \frac{\sum_g N_g f_g}{\sum_g N_g}, \quad
     \mathrm{positive\ rate}_g = \frac{P_g r_g + N_g f_g}{P_g + N_g},
 
-and so is a gap (:math:`r_g - r_h \le v` for every pair). The objective's threshold fixes its own rate
+and so is a gap (:math:`r_g - r_h \le v` for every pair), and a bound on precision after multiplying
+out its denominator: :math:`\mathrm{precision} \ge v \iff \sum_g \big((1 - v) P_g r_g - v N_g f_g\big) \ge 0`
+(a classifier that selects no row meets it). The objective's threshold fixes its own rate
 at ``target`` (recall for precision at recall, the positive rate for precision at a rate, the FPR
 for recall at an FPR). If the linear program over :math:`(r_g, f_g)` has no solution, no classifier
 (randomised ones included) meets the constraints on these rows: "recall >= 0.9 and positive rate
@@ -50,9 +52,27 @@ def _rate_row(rate: str, group, positives, negatives):
     return row
 
 
+def _precision_row(bound: float, group, positives, negatives):
+    """``a`` of ``a @ x <= 0`` for precision at least ``bound`` over ``group`` (None: all rows).
+
+    ``(1 - v) TP - v FP >= 0`` in shares of the group's rows (TP = P_g r_g, FP = N_g f_g); the caller adds
+    :data:`SLACK` to the bound 0.
+    """
+    n_groups = len(positives)
+    members = range(n_groups) if group is None else [group]
+    total = max(sum(positives[g] + negatives[g] for g in members), 1)
+    row = np.zeros(2 * n_groups)
+    for g in members:
+        row[2 * g], row[2 * g + 1] = (1 - bound) * positives[g] / total, -bound * negatives[g] / total
+    return -row
+
+
 def _inequalities(constraint, positives, negatives):
     """Rows ``a`` and bounds ``b`` of ``a @ x <= b`` for one constraint."""
     n_groups = len(positives)
+    if constraint.rate == "precision":  # a floor, on all rows or in each group (the vocabulary refuses the rest)
+        groups = range(n_groups) if constraint.scope == "each_group" else [None]
+        return [_precision_row(constraint.at_least, g, positives, negatives) for g in groups], [SLACK] * len(groups)
     if constraint.scope == "gap":
         rows = [_rate_row(constraint.rate, g, positives, negatives) - _rate_row(constraint.rate, h, positives, negatives)
                 for g in range(n_groups) for h in range(n_groups) if g != h]
@@ -104,6 +124,10 @@ def check_satisfiable(constraints, fixed: str, target: float, labels, groups=Non
     Traceback (most recent call last):
     ...
     ValueError: The constraints ['recall >= 0.9', 'positive_rate <= 0.01'] cannot hold together ...
+    >>> check_satisfiable([rate("precision", at_least=0.2)], "positive_rate", 0.5, labels)  # at most 5 of 50
+    Traceback (most recent call last):
+    ...
+    ValueError: The constraints ['precision >= 0.2'] cannot hold together ...
     """
     labels = np.asarray(labels, dtype=bool)
     codes = np.zeros(labels.shape[0], dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)

@@ -113,7 +113,8 @@ class ConstraintSet:
 
     @staticmethod
     def _excess_of(constraint, high, low, seen):
-        """The constraint's excess over its bound, shape (G,) in each group, else (1,) (0 where unmeasured).
+        """The constraint's excess over its bound, shape (G,) in each group, else (1,) (0 where unmeasured; for a
+        precision floor where no row is selected, ``v - 1``).
 
         A gap has one multiplier, on :math:`\\max_g r_g - \\min_g r_g`: its direction follows whichever
         group is ahead now. One multiplier per ordered pair (:math:`r_g - r_h \\le v`) was tried and
@@ -126,7 +127,10 @@ class ConstraintSet:
                 return low.new_zeros(1)
             return (high[seen].max() - low[seen].min() - constraint.at_most).reshape(1)
         excess = high - constraint.at_most if constraint.at_most is not None else constraint.at_least - low
-        return torch.where(seen, excess, torch.zeros_like(excess))
+        # A group that selects no row has no false positive: its precision floor holds (precision 1), and the
+        # multiplier may decay; any other rate unmeasured there has no excess.
+        unmeasured = constraint.at_least - 1.0 if constraint.rate == "precision" else 0.0
+        return torch.where(seen, excess, torch.full_like(excess, unmeasured))
 
     def _excess(self, constraint, scores, labels, threshold, groups, weight, exact):
         """The constraint's excess over its bound (:meth:`_excess_of`) and the groups it saw."""

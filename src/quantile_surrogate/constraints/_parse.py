@@ -5,9 +5,10 @@ Grammar (keywords and rate names in any case, spaces flexible; the column as wri
     <rate> [gap] (<=|>=) <number>[%] [in each group] [by <column>]
 
 ``<rate>`` is a name or alias of :data:`~quantile_surrogate.constraints.RATES` (``recall``/``tpr``,
-``false_positive_rate``/``fpr``, ``positive_rate``/``selection_rate``), ``<number>`` a rate in [0, 1]
-or a percentage (``5%``). A gap (``max_g r_g - min_g r_g``, bounded above) and a rate ``in each group``
-are measured in the groups of ``by <column>``, which they need; a rate over all rows takes no ``by``.
+``false_positive_rate``/``fpr``, ``positive_rate``/``selection_rate``, ``precision``/``ppv``),
+``<number>`` a rate in [0, 1] or a percentage (``5%``). A gap (``max_g r_g - min_g r_g``, bounded above;
+not of precision) and a rate ``in each group`` are measured in the groups of ``by <column>``, which they
+need; a rate over all rows takes no ``by``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ RATE_PROBLEM = "{rate!r} is not a rate; the rates are {known}"
 NUMBER_PROBLEM = "the bound {number!r} is not a number"
 RANGE_PROBLEM = "the bound {number!r} is not a rate in [0, 1] (or a percentage from 0% to 100%)"
 GAP_FLOOR_PROBLEM = "a gap has an upper bound only: use <="
+PRECISION_GAP_PROBLEM = ("a gap of precision is left out (each group's precision has its own moving denominator): "
+                         "bound it in each group instead, e.g. 'precision >= 0.8 in each group by sex'")
+PRECISION_CEILING_PROBLEM = "precision takes a floor only: use >="
 GAP_EACH_PROBLEM = "a gap is one number across the groups, not one in each group: leave out 'in each group'"
 BY_NEEDED_PROBLEM = "{what} is measured in groups: add 'by <column>' naming the column of group labels"
 BY_UNUSED_PROBLEM = ("a rate over all rows has no groups, so 'by {column}' would measure nothing: leave it out, or "
@@ -75,7 +79,8 @@ def parse_constraint(text: str) -> tuple[RateConstraint, str | None]:
     Raises
     ------
     ValueError
-        If the text does not follow the grammar, names no known rate, bounds a gap from below, or has
+        If the text does not follow the grammar, names no known rate, bounds a gap from below, asks for a
+        gap of precision or a ceiling on it, or has
         ``by`` where it is refused or lacks it where it is needed; the message quotes the text, says
         what is wrong and shows the grammar with an example.
 
@@ -109,8 +114,12 @@ def parse_constraint(text: str) -> tuple[RateConstraint, str | None]:
             raise fail(GAP_FLOOR_PROBLEM)
         if each:
             raise fail(GAP_EACH_PROBLEM)
+        if ALIASES.get(name, name) == "precision":
+            raise fail(PRECISION_GAP_PROBLEM)
         constraint = gap(name, at_most=bound)
     else:
+        if not floor and ALIASES.get(name, name) == "precision":
+            raise fail(PRECISION_CEILING_PROBLEM)
         constraint = rate(name, in_each_group=each, **{"at_least" if floor else "at_most": bound})
     if constraint.needs_groups and by is None:
         raise fail(BY_NEEDED_PROBLEM.format(what="a gap" if constraint.scope == "gap" else "a rate in each group"))

@@ -11,6 +11,19 @@ negatives for the false positive rate, every row for the positive rate), in grou
 with :math:`\ell` a surrogate of ``SURROGATES`` (convex, non-decreasing, :math:`\ell(z) \ge \ell(0) 1[z \ge 0]`),
 the same upper bounds of the step that the paper's losses sum (eqs. (6)-(10)). A constraint's
 surrogate violation takes whichever bound makes it an upper bound of the exact violation.
+
+**Precision** is the one ratio of the vocabulary: among the rows above the threshold, the share of
+positives,
+
+.. math::
+    p_g = \frac{TP_g}{TP_g + FP_g}, \qquad TP_g = \sum_{i \in g,\, y_i = 1} 1[s_i > t], \quad
+    FP_g = \sum_{i \in g,\, y_i = 0} 1[s_i > t],
+
+so its denominator, the rows it counts, moves with the threshold. Each function here takes it with the
+same step (exact, bounded, smoothed) in both counts: the lower bound is
+:math:`\underline{TP}_g / (\underline{TP}_g + \overline{FP}_g)` (precision grows with TP and falls with
+FP; the lower step bound clamped at 0 per row), the upper one the reverse, and its ``counts`` are
+:math:`TP_g + FP_g` (0: the group selects no row, and its precision is not measured).
 """
 
 from __future__ import annotations
@@ -23,23 +36,45 @@ __all__ = ["counted_rows", "exact_rates", "bound_rates", "smooth_rates", "SMOOTH
 
 
 def counted_rows(rate: str, labels: torch.Tensor) -> torch.Tensor:
-    """The rows ``rate`` counts, as a bool mask (``labels`` bool, True = positive)."""
-    if rate == "recall":
+    """The rows ``rate`` counts, as a bool mask (``labels`` bool, True = positive).
+
+    For precision, whose counted rows are those above the threshold, the positives: the rows a group
+    needs for its precision to be more than 0 wherever it selects.
+    """
+    if rate in ("recall", "precision"):
         return labels
     if rate == "false_positive_rate":
         return ~labels
     return torch.ones_like(labels)
 
 
-def _group_means(values, mask, groups, n_groups, weight=None):
-    """Per group (``n_groups``; one group without ``groups``) the (weighted) mean of ``values`` over ``mask``, and the weights' sums."""
+def _group_means(values, mask, groups, n_groups, weight=None, mean=True):
+    """Per group (``n_groups``; one group without ``groups``) the (weighted) mean of ``values`` over ``mask`` (the sum
+    with ``mean=False``), and the weights' sums."""
     if groups is None:
         groups = torch.zeros(values.shape[0], dtype=torch.long, device=values.device)
         n_groups = 1
     weight = mask.to(values.dtype) if weight is None else mask.to(values.dtype) * weight.to(values.dtype)
     sums = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, values * weight)
     counts = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, weight)
+    if not mean:
+        return sums, counts
     return sums / torch.where(counts > 0, counts, torch.ones_like(counts)), counts
+
+
+def _group_sums(values, groups, n_groups, weight=None):
+    """Per group the (weighted) sum of ``values`` over every row; one group without ``groups``."""
+    return _group_means(values, torch.ones_like(values, dtype=torch.bool), groups, n_groups, weight, mean=False)
+
+
+def _precision(step, labels, groups, n_groups, weight, negative_step=None):
+    """``(TP / (TP + FP), TP + FP)`` per group, TP summing each positive's ``step`` and FP each negative's
+    ``negative_step`` (``step`` where None)."""
+    negative_step = step if negative_step is None else negative_step
+    tp, _ = _group_sums(torch.where(labels, step, torch.zeros_like(step)), groups, n_groups, weight)
+    fp, _ = _group_sums(torch.where(labels, torch.zeros_like(negative_step), negative_step), groups, n_groups, weight)
+    selected = tp + fp
+    return tp / torch.where(selected > 0, selected, torch.ones_like(selected)), selected
 
 
 def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None, weight=None) -> tuple:
@@ -52,7 +87,7 @@ def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None, wei
         True for a positive.
     threshold : float, 0-d Tensor or Tensor of shape (n,)
         The shared threshold ``t`` (or each row's, where thresholds are per group).
-    rate : {"recall", "false_positive_rate", "positive_rate"}
+    rate : {"recall", "false_positive_rate", "positive_rate", "precision"}
     groups : int Tensor of shape (n,) or None
         Codes 0..G-1; None: one group.
     n_groups : int or None
@@ -63,7 +98,8 @@ def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None, wei
     Returns
     -------
     (rates, counts) : tuple of Tensors of shape (G,)
-        A group without counted rows has rate 0 and count 0 (``counts``: the sum of the counted rows' weights).
+        A group without counted rows has rate 0 and count 0 (``counts``: the sum of the counted rows' weights;
+        for precision, of the rows above the threshold).
 
     Examples
     --------
@@ -71,8 +107,12 @@ def exact_rates(scores, labels, threshold, rate, groups=None, n_groups=None, wei
     >>> scores = torch.tensor([0.9, 0.2, 0.7, 0.1]); labels = torch.tensor([True, True, False, False])
     >>> exact_rates(scores, labels, 0.5, "recall")[0].tolist(), exact_rates(scores, labels, 0.5, "positive_rate")[0].tolist()
     ([0.5], [0.5])
+    >>> exact_rates(scores, labels, 0.5, "precision")  # 0.9 and 0.7 above: one positive in two
+    (tensor([0.5000]), tensor([2.]))
     """
     above = (scores > threshold).to(scores.dtype)
+    if rate == "precision":
+        return _precision(above, labels, groups, n_groups, weight)
     return _group_means(above, counted_rows(rate, labels), groups, n_groups, weight)
 
 
@@ -104,6 +144,10 @@ def bound_rates(scores, labels, threshold, rate, *, upper: bool, surrogate: str 
     """
     loss = SURROGATES[surrogate]
     scale = loss(torch.zeros((), dtype=scores.dtype, device=scores.device))
+    if rate == "precision":  # it grows with TP and falls with FP: each count takes the opposite bound
+        high, low = loss(scores - threshold) / scale, (1.0 - loss(threshold - scores) / scale).clamp(min=0.0)
+        positive_step, negative_step = (high, low) if upper else (low, high)
+        return _precision(positive_step, labels, groups, n_groups, weight, negative_step)
     if upper:
         values = loss(scores - threshold) / scale
     else:
@@ -142,4 +186,6 @@ def smooth_rates(scores, labels, threshold, rate, *, width: float = SMOOTH_WIDTH
     0.5
     """
     values = torch.sigmoid((scores - threshold) / (width * _spread(scores.detach(), weight)))
+    if rate == "precision":
+        return _precision(values, labels, groups, n_groups, weight)
     return _group_means(values, counted_rows(rate, labels), groups, n_groups, weight)

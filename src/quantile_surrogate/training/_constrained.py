@@ -44,7 +44,8 @@ REFUSED_MESSAGE = "`constraints` cannot be combined with {what}: {why}."
 TRAINING_SURROGATE = "sigmoid"
 #: The rate that the objective's threshold sets, by the objective's subset ``A``.
 FIXED_RATE = {"positives": "recall", "negatives": "false_positive_rate", "all": "positive_rate"}
-COUNTED = {"recall": "positives", "false_positive_rate": "negatives", "positive_rate": "rows"}
+COUNTED = {"recall": "positives", "false_positive_rate": "negatives", "positive_rate": "rows",
+           "precision": "positives: without one its precision is 0 wherever it selects"}
 
 CELL_ROWS = 128
 """Rows drawn per (group, class) cell for a minibatch step's constraints: the rate of a cell with a
