@@ -320,33 +320,48 @@ def summary(frame: pd.DataFrame) -> str:
             "share = splits whose test gap is within bound + 0.02.\n\n" + "\n\n".join(blocks) + "\n")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_run_arguments(parser, methods, quick_help) -> None:
+    """The options every benchmark on these pairs takes: splits, pairs, methods, data folder, quick, progress, out."""
     parser.add_argument("--splits", type=int, help="number of splits, seeds 0.. (default 20, 2 with --quick)")
     parser.add_argument("--data", help=f"comma-separated pairs from {', '.join(PAIRS)} or data set names "
                                        "(default: all; German credit with --quick)")
-    parser.add_argument("--tasks", default=",".join(DEFAULT_TASKS),
-                        help="comma-separated: eo, dp, eodds (two constraints at once; not in the default)")
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated from {', '.join(METHODS)}")
+    parser.add_argument("--methods", default=",".join(methods), help=f"comma-separated from {', '.join(methods)}")
     parser.add_argument("--data-dir", default=str(DATA_DIR), help="the shared data folder (read only)")
-    parser.add_argument("--quick", action="store_true", help="few epochs and iterations: a smoke run")
+    parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--progress", action="store_true", help="print one line per fit")
     parser.add_argument("--out", help="write every split's rows to this new .csv file, and the summary as .md")
-    args = parser.parse_args(argv)
+
+
+def checked_run_arguments(parser, args, methods) -> tuple:
+    """``(pairs, methods, splits)`` of :func:`add_run_arguments`' options, or the parser's one-line error."""
     splits = args.splits if args.splits is not None else (2 if args.quick else 20)
     try:
         pairs = pairs_of(args.data or ("german" if args.quick else ",".join(PAIRS)))
-        tasks, methods = names(args.tasks, tuple(TASKS), "--tasks"), names(args.methods, METHODS, "--methods")
+        chosen = names(args.methods, methods, "--methods")
     except ValueError as error:
         parser.error(str(error))
     if splits < 1:
         parser.error(f"--splits must be >= 1; got {splits}")
-    if "qc" in methods and not has_constraints():
-        parser.error("--methods qc needs QuantileClassifier(constraints=...), which this version lacks; "
-                     "leave qc out (e.g. --methods lr,lr_groups,eg,eg_ties)")
     problem = None if args.out is None else out_problem(args.out, args.data_dir)
     if problem:
         parser.error(problem)
+    return pairs, chosen, splits
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default=",".join(DEFAULT_TASKS),
+                        help="comma-separated: eo, dp, eodds (two constraints at once; not in the default)")
+    add_run_arguments(parser, METHODS, "few epochs and iterations: a smoke run")
+    args = parser.parse_args(argv)
+    pairs, methods, splits = checked_run_arguments(parser, args, METHODS)
+    try:
+        tasks = names(args.tasks, tuple(TASKS), "--tasks")
+    except ValueError as error:
+        parser.error(str(error))
+    if "qc" in methods and not has_constraints():
+        parser.error("--methods qc needs QuantileClassifier(constraints=...), which this version lacks; "
+                     "leave qc out (e.g. --methods lr,lr_groups,eg,eg_ties)")
     frame = run(pairs, tasks, methods, splits=splits, quick=args.quick, progress=args.progress,
                 data_dir=args.data_dir)
     text = summary(frame)
