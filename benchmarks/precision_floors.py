@@ -110,10 +110,10 @@ def run(pairs=PAIRS, methods=METHODS, splits=20, quick=False, progress=False, da
         for seed in range(splits):
             train, test = split(y, groups, seed)
             X_train, X_test = features(frame, train, test)
+            floor = floor_of(X_train, y[train], seed)  # the split's, one for every method
             for method in methods:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # the estimator's own warning says when a floor is not met
-                    floor = floor_of(X_train, y[train], seed)
                     start = time.perf_counter()
                     if method == "lr":
                         predict = _lr(X_train, y[train])

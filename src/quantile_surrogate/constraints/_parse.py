@@ -106,6 +106,7 @@ def parse_constraint(text: str) -> tuple[RateConstraint, str | None]:
     name = match["rate"].lower()
     if name not in RATES and name not in ALIASES:
         raise fail(RATE_PROBLEM.format(rate=match["rate"], known=_KNOWN_RATES))
+    precision = ALIASES.get(name, name) == "precision"
     bound = _bound(match["number"], match["percent"] is not None, fail)
     floor = match["op"] in (">=", "≥")
     each, by = match["each"] is not None or match["each_after"] is not None, match["by"]
@@ -114,11 +115,11 @@ def parse_constraint(text: str) -> tuple[RateConstraint, str | None]:
             raise fail(GAP_FLOOR_PROBLEM)
         if each:
             raise fail(GAP_EACH_PROBLEM)
-        if ALIASES.get(name, name) == "precision":
+        if precision:
             raise fail(PRECISION_GAP_PROBLEM)
         constraint = gap(name, at_most=bound)
     else:
-        if not floor and ALIASES.get(name, name) == "precision":
+        if precision and not floor:
             raise fail(PRECISION_CEILING_PROBLEM)
         constraint = rate(name, in_each_group=each, **{"at_least" if floor else "at_most": bound})
     if constraint.needs_groups and by is None:

@@ -48,32 +48,30 @@ def counted_rows(rate: str, labels: torch.Tensor) -> torch.Tensor:
     return torch.ones_like(labels)
 
 
-def _group_means(values, mask, groups, n_groups, weight=None, mean=True):
-    """Per group (``n_groups``; one group without ``groups``) the (weighted) mean of ``values`` over ``mask`` (the sum
-    with ``mean=False``), and the weights' sums."""
+def _group_sums(values, groups, n_groups):
+    """Per group (``n_groups``; one group without ``groups``) the sum of ``values``."""
     if groups is None:
         groups = torch.zeros(values.shape[0], dtype=torch.long, device=values.device)
         n_groups = 1
+    return torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, values)
+
+
+def _group_means(values, mask, groups, n_groups, weight=None):
+    """Per group (``n_groups``; one group without ``groups``) the (weighted) mean of ``values`` over ``mask``, and the weights' sums."""
     weight = mask.to(values.dtype) if weight is None else mask.to(values.dtype) * weight.to(values.dtype)
-    sums = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, values * weight)
-    counts = torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add(0, groups, weight)
-    if not mean:
-        return sums, counts
+    sums, counts = _group_sums(values * weight, groups, n_groups), _group_sums(weight, groups, n_groups)
     return sums / torch.where(counts > 0, counts, torch.ones_like(counts)), counts
-
-
-def _group_sums(values, groups, n_groups, weight=None):
-    """Per group the (weighted) sum of ``values`` over every row; one group without ``groups``."""
-    return _group_means(values, torch.ones_like(values, dtype=torch.bool), groups, n_groups, weight, mean=False)
 
 
 def _precision(step, labels, groups, n_groups, weight, negative_step=None):
     """``(TP / (TP + FP), TP + FP)`` per group, TP summing each positive's ``step`` and FP each negative's
-    ``negative_step`` (``step`` where None)."""
+    ``negative_step`` (``step`` where None), each row ``weight`` times."""
     negative_step = step if negative_step is None else negative_step
-    tp, _ = _group_sums(torch.where(labels, step, torch.zeros_like(step)), groups, n_groups, weight)
-    fp, _ = _group_sums(torch.where(labels, torch.zeros_like(negative_step), negative_step), groups, n_groups, weight)
-    selected = tp + fp
+    above = torch.where(labels, step, negative_step)
+    if weight is not None:
+        above = above * weight.to(above.dtype)
+    tp = _group_sums(torch.where(labels, above, torch.zeros_like(above)), groups, n_groups)
+    selected = _group_sums(above, groups, n_groups)
     return tp / torch.where(selected > 0, selected, torch.ones_like(selected)), selected
 
 
