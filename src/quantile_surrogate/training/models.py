@@ -17,6 +17,7 @@ from torch import nn
 
 from .._utils.checks import OPTION_MESSAGE
 from ._sparse_linear import Linear
+from ._sparse_logistic import fit_sparse_linear_logistic, takes_sparse_start
 
 __all__ = ["ACTIVATIONS", "linear_scorer", "mlp_scorer", "build_scorer", "reset_parameters", "fit_logistic"]
 
@@ -195,10 +196,11 @@ def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
     """:data:`LBFGS_HISTORY` pairs, or fewer (at least 3) where they would outweigh half a sparse ``X`` and 64 MiB.
 
     On sparse data the parameters can outnumber the stored entries (10^6 columns with 10 entries a row):
-    20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to half
-    what the matrix weighs (3 pairs there: the fit's peak resident memory 5.2-5.5x the matrix against
-    5.9-6.1x with the 7 pairs of the whole matrix's weight, and 56-61 against 48-51 s;
-    ``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
+    20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to what
+    half the matrix or 64 MiB weighs (4 pairs there; 7 with the whole matrix's weight). Where it is cut,
+    :func:`fit_logistic` fits a linear model by SciPy's L-BFGS-B (``training._sparse_logistic``): the
+    fit's peak resident memory 3.7-3.9x the matrix against 5.4-5.6x with torch's L-BFGS
+    (``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
     keeps 20: the same fit as before, and as on the dense copy of a small sparse matrix.
     """
     values = X.values() if X.layout == torch.sparse_csr else X
@@ -221,7 +223,11 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     with ``W`` the weight matrices (biases are not penalised) and :math:`\tilde y_i = \pm 1`.
     For a linear model and ``alpha = 1 / N`` this is scikit-learn's ``LogisticRegression(C=1)``.
     Not in the paper, which starts at random: this is the ``init="logistic"`` start of
-    :func:`~quantile_surrogate.training.train`.
+    :func:`~quantile_surrogate.training.train`. Where :func:`lbfgs_history` shortens the history (weights
+    that outweigh 64 MiB and half a sparse ``X``), a linear model on a CPU sparse ``X`` is fitted by SciPy's
+    L-BFGS-B with the same pairs and stopping rules instead, which allocates its workspace once
+    (:mod:`~quantile_surrogate.training._sparse_logistic`: torch's L-BFGS made the process's memory grow by
+    twice what it allocated there).
 
     Parameters
     ----------
@@ -261,11 +267,15 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     >>> model.weight.detach().numpy().round(3), LogisticRegression(C=1.0).fit(X, y).coef_.round(3)
     (array([[ 1.672, -1.557]]), array([[ 1.672, -1.557]]))
     """
+    history = lbfgs_history(model, X)
+    if history < LBFGS_HISTORY and takes_sparse_start(model, X):  # weights outweigh the history's budget
+        return fit_sparse_linear_logistic(model, X, y, alpha=alpha, max_iter=max_iter, history=history,
+                                          sample_weight=sample_weight)
     weights, _ = decayed_parameters(model)
     target = y.to(X.dtype)
     optimizer = torch.optim.LBFGS(
         model.parameters(), lr=1.0, max_iter=max_iter, tolerance_grad=1e-9,
-        tolerance_change=1e-12, history_size=lbfgs_history(model, X), line_search_fn="strong_wolfe",
+        tolerance_change=1e-12, history_size=history, line_search_fn="strong_wolfe",
     )
 
     def objective():
