@@ -98,6 +98,7 @@ def fit_sparse_linear_logistic(model: nn.Linear, X: torch.Tensor, y: torch.Tenso
                  "maxls": 25},
     )
     solution = torch.from_numpy(result.x)
+    torch.clear_autocast_cache()  # parameters change in place: no stale autocast copy (training._steps.parameters_changed)
     with torch.no_grad():
         model.weight.copy_(solution[:d].reshape(model.weight.shape))
         if bias:
