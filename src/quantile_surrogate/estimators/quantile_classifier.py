@@ -154,7 +154,8 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
     constraints : list of RateConstraint or None, default=None
         Extra rate constraints at the model's one threshold (:mod:`quantile_surrogate.constraints`),
         e.g. ``[gap("recall", at_most=0.05)]`` (equal opportunity), ``[rate("fpr", at_most=0.05)]`` or
-        ``[rate("precision", at_least=0.7, in_each_group=True)]`` (a precision floor in every group); per-group and gap constraints are measured in the groups of ``fit(..., sensitive_features=)``.
+        ``[rate("precision", at_least=0.7, in_each_group=True)]`` (a precision floor in every group);
+        per-group and gap constraints are measured in the groups of ``fit(..., sensitive_features=)``.
         Trained by the proxy-Lagrangian (:func:`~quantile_surrogate.training.train`'s
         ``constraints``); ``early_stopping="auto"`` then always holds out ``validation_fraction`` of the
         rows (stratified by class and group), and the model kept is the best epoch that meets every
