@@ -1,15 +1,17 @@
-"""Small helpers shared by the benchmark commands: name lists from the command line, mean ± s.e., safe writing.
+"""Small helpers shared by the benchmark commands: name lists and parameter changes from the command line,
+mean ± s.e., safe writing.
 
 The writing goes through the library's ``atomic_writes``; the rest needs neither torch nor the library.
 """
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["names", "mean_se", "out_problem", "report", "write_results"]
+__all__ = ["assignments", "names", "mean_se", "out_problem", "report", "write_results"]
 
 
 def names(text, known, option: str) -> list:
@@ -22,6 +24,24 @@ def names(text, known, option: str) -> list:
     if unknown or not given:
         raise ValueError(f"{option}: unknown {unknown or 'empty'}; choose from {', '.join(known)}.")
     return list(dict.fromkeys(given))
+
+
+def assignments(items, option: str) -> dict:
+    """``{name: value}`` from ``NAME=VALUE`` items (``--set`` options): the value a Python literal, else the bare string.
+
+    A bare string (``init=random``) needs no quotes; ``ValueError`` naming ``option`` for an item without a name
+    or ``=``.
+    """
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{option}: expected NAME=VALUE, e.g. {option} alpha=0.01; got {item!r}")
+        try:
+            out[name.strip()] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[name.strip()] = value  # a bare string such as bandwidth=auto
+    return out
 
 
 def mean_se(values) -> str:

@@ -21,8 +21,9 @@ QuantileClassifier parameter for ablations, e.g. the paper's plain recipe::
 from __future__ import annotations
 
 import argparse
-import ast
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -31,9 +32,11 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from quantile_surrogate import QuantileClassifier
-from quantile_surrogate.datasets import load_cover, load_housing, load_ionosphere, make_gaussian_mixture
-from quantile_surrogate.objectives import objective_metric
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._output import assignments  # noqa: E402
+from quantile_surrogate import QuantileClassifier  # noqa: E402
+from quantile_surrogate.datasets import load_cover, load_housing, load_ionosphere, make_gaussian_mixture  # noqa: E402
+from quantile_surrogate.objectives import objective_metric  # noqa: E402
 
 CASES = {
     # name: (train fraction, [(objective, target), ...])
@@ -86,13 +89,10 @@ def main(argv=None):
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a QuantileClassifier parameter to change (a Python literal)")
     args = parser.parse_args(argv)
-    params = {}
-    for item in args.set:
-        name, _, value = item.partition("=")
-        try:
-            params[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            params[name] = value  # a bare string such as init=random
+    try:
+        params = assignments(args.set, "--set")
+    except ValueError as error:
+        parser.error(str(error))
     if params:
         print(f"QuantileClassifier parameters changed: {params}")
     torch.set_num_threads(1)

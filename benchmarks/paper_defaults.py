@@ -12,13 +12,18 @@ column (table 1 and 2, 100 splits). The "alpha picked on test" protocol of the p
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/paper_defaults.py --splits 20 --n-jobs 2 \\
         --out results/paper_defaults/quantile_classifier_20splits.csv
 
-``--quick`` (one split, 5 epochs) is what the tests run. The table printed (and written beside
-``--out`` as ``.md``) is the mean over splits per tau, its standard error, and the gap to Q3.
+``--set NAME=VALUE`` (repeatable) changes one of the estimator's parameters (a Python literal or a bare
+string), e.g. ``--set early_stopping=False`` for the paper's protocol without the held-out selection; the
+table names the changes. ``--quick`` (one split, 5 epochs) is what the tests run. The table printed (and
+written beside ``--out`` as ``.md``) is the mean over splits per tau, its standard error, and the gap to
+Q3; per set, the mean gap over the taus with its standard error over the splits (each split's gap
+averaged over the taus: the taus of one split share its training rows, so they are not independent).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -30,17 +35,19 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from quantile_surrogate import QuantileClassifier
-from quantile_surrogate._utils.files import atomic_writes
-from quantile_surrogate.datasets import load_housing, load_ionosphere
-from quantile_surrogate.experiments.paper import PAPER_TABLES, PROTOCOLS
-from quantile_surrogate.objectives import objective_metric
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._output import assignments, names, out_problem, report  # noqa: E402
+from quantile_surrogate import QuantileClassifier  # noqa: E402
+from quantile_surrogate.datasets import load_housing, load_ionosphere  # noqa: E402
+from quantile_surrogate.experiments.paper import PAPER_TABLES, PROTOCOLS  # noqa: E402
+from quantile_surrogate.objectives import objective_metric  # noqa: E402
 
 SETS = {"ionosphere": load_ionosphere, "housing": load_housing}
 
 
-def run_split(name: str, split: int, quick: bool = False) -> list:
-    """One split of one set: every tau, the estimator with its defaults and thresholded logistic regression."""
+def run_split(name: str, split: int, quick: bool = False, params=None) -> list:
+    """One split of one set: every tau, the estimator (its defaults changed by ``params``) and thresholded
+    logistic regression."""
     import torch
 
     torch.set_num_threads(1)
@@ -52,8 +59,9 @@ def run_split(name: str, split: int, quick: bool = False) -> list:
     rows = []
     for tau in protocol.taus:
         clock = time.perf_counter()
+        settings = dict(dict(max_epochs=5, n_restarts=1) if quick else {}, **(params or {}))
         model = QuantileClassifier(objective="precision_at_rate", target=tau, bandwidth=protocol.bandwidth,
-                                   random_state=split, **(dict(max_epochs=5, n_restarts=1) if quick else {}))
+                                   random_state=split, **settings)
         model.fit(X_train, y_train)
         seconds = time.perf_counter() - clock
         sel = model.selection_ or {}
@@ -66,9 +74,10 @@ def run_split(name: str, split: int, quick: bool = False) -> list:
     return rows
 
 
-def table(frame: pd.DataFrame) -> str:
-    """Markdown: mean (standard error) per set, tau and method, the paper's Q3 and the gap to it."""
-    lines = ["| set | tau | paper Q3 | defaults | logistic | gap to Q3 | decided by metric / loss / start |",
+def table(frame: pd.DataFrame, label: str = "defaults") -> str:
+    """Markdown: mean (standard error) per set, tau and method, the paper's Q3 and the gap to it; ``label`` heads
+    the estimator's column ("changed" where ``--set`` changed a default)."""
+    lines = [f"| set | tau | paper Q3 | {label} | logistic | gap to Q3 | decided by metric / loss / start |",
              "|---|---|---|---|---|---|---|"]
     for (name, tau), part in frame.groupby(["set", "tau"], sort=False):
         cells = {}
@@ -82,11 +91,15 @@ def table(frame: pd.DataFrame) -> str:
         counts = " / ".join(str(int(decided.get(k, 0))) for k in ("metric", "loss", "start"))
         lines.append(f"| {name} | {tau:g} | {q3:.2f} | {ours:.3f} ({ours_se:.3f}) | {cells['logistic'][0]:.3f} "
                      f"| {ours - q3:+.3f} | {counts} |")
-    gaps = frame[frame.method == "quantile_defaults"].groupby(["set", "tau"], sort=False)["value"].mean()
+    ours = frame[frame.method == "quantile_defaults"]
+    gaps = ours.groupby(["set", "tau"], sort=False)["value"].mean()
     for name in frame["set"].unique():
         per_tau = gaps[name] - pd.Series({t: PAPER_TABLES[name]["Q3"][t][0] for t in gaps[name].index})
-        lines.append(f"\n{name}: mean gap to Q3 {per_tau.mean():+.3f}, smallest {per_tau.min():+.3f} "
-                     f"(tau {per_tau.idxmin():g})")
+        per_split = ours[ours.set == name].pivot(index="split", columns="tau", values="value")
+        per_split = (per_split - per_split.columns.map(lambda t: PAPER_TABLES[name]["Q3"][t][0])).mean(axis=1)
+        se = per_split.std(ddof=1) / np.sqrt(len(per_split)) if len(per_split) > 1 else np.nan
+        lines.append(f"\n{name}: mean gap to Q3 {per_tau.mean():+.3f} (standard error over the {len(per_split)} "
+                     f"splits {se:.3f}), smallest {per_tau.min():+.3f} (tau {per_tau.idxmin():g})")
     return "\n".join(lines) + "\n"
 
 
@@ -95,22 +108,25 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--sets", default="ionosphere,housing")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a QuantileClassifier parameter to change (a Python literal), e.g. early_stopping=False")
     parser.add_argument("--quick", action="store_true", help="one split, 5 epochs, one restart (the tests)")
     parser.add_argument("--out", default=None, help="CSV to write (must not exist); the table goes beside it as .md")
     args = parser.parse_args(argv)
-    if args.out is not None and Path(args.out).exists():
-        parser.error(f"--out {args.out} exists; write to a new name")
+    try:
+        sets, params = names(args.sets, SETS, "--sets"), assignments(args.set, "--set")
+        QuantileClassifier(**params)  # an unknown name fails here, before any fit
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
+    problem = out_problem(args.out) if args.out is not None else None
+    if problem:
+        parser.error(problem)
     splits = 1 if args.quick else args.splits
-    jobs = [(name, split) for name in args.sets.split(",") for split in range(splits)]
-    rows = Parallel(n_jobs=args.n_jobs)(delayed(run_split)(name, split, args.quick) for name, split in jobs)
+    jobs = [(name, split) for name in sets for split in range(splits)]
+    rows = Parallel(n_jobs=args.n_jobs)(delayed(run_split)(name, split, args.quick, params) for name, split in jobs)
     frame = pd.DataFrame([row for part in rows for row in part])
-    text = table(frame)
-    print(text)
-    if args.out is not None:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        atomic_writes([(Path(args.out), lambda path: frame.to_csv(path, index=False)),
-                       (Path(args.out).with_suffix(".md"), lambda path: Path(path).write_text(text))])
-    return frame
+    changed = f"QuantileClassifier parameters changed: {params}\n\n" if params else ""
+    return report(frame, changed + table(frame, "changed" if params else "defaults"), args.out)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ largest absolute difference per column and per method; it exits with status 1 wh
 from __future__ import annotations
 
 import argparse
-import ast
+import sys
 import time
 from pathlib import Path
 
@@ -61,11 +61,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from tqdm.auto import tqdm
 
-from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
-from quantile_surrogate._utils.files import atomic_write
-from quantile_surrogate.datasets import load_housing, load_ionosphere
-from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
-from quantile_surrogate.objectives import get_objective, objective_metric
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._output import assignments  # noqa: E402
+from quantile_surrogate import QuantileClassifier, QuantileClassifierCV  # noqa: E402
+from quantile_surrogate._utils.files import atomic_write  # noqa: E402
+from quantile_surrogate.datasets import load_housing, load_ionosphere  # noqa: E402
+from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier  # noqa: E402
+from quantile_surrogate.objectives import get_objective, objective_metric  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adbench"
 DEV_SETS = ("2_annthyroid", "7_Cardiotocography", "12_fault", "19_landsat", "27_PageBlocks", "28_pendigits",
@@ -326,16 +328,10 @@ def main(argv=None):
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         parser.error(f"--methods: unknown {unknown}; choose from {', '.join(METHODS)}.")
-    overrides, qc_overrides = {}, {}
-    for item in args.qc_set:
-        name, _, value = item.partition("=")
-        qc_overrides[name] = ast.literal_eval(value)
-    for item in args.set:
-        name, _, value = item.partition("=")
-        try:
-            overrides[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            overrides[name] = value  # a bare string such as bandwidth=auto
+    try:
+        overrides, qc_overrides = assignments(args.set, "--set"), assignments(args.qc_set, "--qc-set")
+    except ValueError as error:
+        parser.error(str(error))
     frame = run(datasets, args.splits, args.data, methods, args.max_rows, args.rounds,
                 args.n_jobs, args.quick, overrides, qc_overrides, args.first_split)
     if overrides:

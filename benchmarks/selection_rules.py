@@ -19,17 +19,21 @@ The recorded arrays (about 0.5 GB for the development suite at 20 splits) stay o
 repository; the evaluated rows (one per set, operating point, split, start and rule) and the two
 tables are what ``--out`` writes. The rules (``RULES``):
 
-=================  ==========================================================================
-``binomial_z2``    the rule before issue 21: mean fold gain over the start above 2 binomial
-                   standard errors (``selection._start_rule.select_over_start``)
-``pooled_p90``     the largest out-of-fold metric among the candidates that beat the start in
-                   90 % of paired bootstrap resamples, else the start
-``loss``           the lowest mean held-out surrogate loss (the start included)
-``plausible_p90``  the lowest held-out loss among the candidates that the best out-of-fold metric
-                   does not beat in 90 % of the resamples (a one-standard-error rule)
-``hybrid_g20`` ..  ``pooled_p90``, else the lowest loss unless the start beats it in 20, 30 (the
-                   shipped rule, ``selection._out_of_fold_rule``) or 50 % of the resamples
-=================  ==========================================================================
+====================  ==================================================================================
+``binomial_z2``       the rule before issue 21: mean fold gain over the start above 2 binomial
+                      standard errors (``selection._start_rule.select_over_start``)
+``pooled_p90``        the largest out-of-fold metric among the candidates that beat the start in
+                      90 % of paired bootstrap resamples, else the start
+``loss``              the lowest mean held-out surrogate loss (the start included)
+``plausible_p90``     the lowest held-out loss among the candidates that the best out-of-fold metric
+                      does not beat in 90 % of the resamples (a one-standard-error rule)
+``hybrid_g20`` ..     ``pooled_p90``, else the lowest loss unless the start beats it in 20, 30 (the
+                      shipped rule, ``selection._out_of_fold_rule``) or 50 % of the resamples
+``pooled_loss_g30``   ``hybrid_g30`` with the loss of all folds' held-out scores pooled (one threshold
+                      over every training row, as the metric's step pools them) instead of the folds' mean
+``last_epoch_g30``    ``hybrid_g30`` whose loss step keeps the trained model: the restart with the lowest
+                      mean held-out loss at the last epoch, at that epoch (the paper's protocol)
+====================  ==================================================================================
 
 and three starts of restart 0: ``base`` (``alpha = 1 / n``, as shipped), ``cstar`` (restart 0
 trained from logistic regression with C chosen by the out-of-fold log-loss) and ``lrref`` (the
@@ -232,6 +236,11 @@ def analyse(record, point, variant, bandwidth, seed):
     folds = fold.max() + 1
     fold_loss = np.full((folds,) + exists.shape, np.nan)
     fold_metric = np.full_like(fold_loss, np.nan)
+    pooled_loss = np.full(exists.shape, np.nan)  # one threshold over all folds' held-out scores (pooled_loss_g30)
+    every = FoldData(torch.zeros((len(y), 0), dtype=torch.float64), torch.as_tensor(y), np.arange(len(y)),
+                     in_subset=in_subset)
+    for index in zip(*np.nonzero(exists)):
+        pooled_loss[index] = held_out_loss(torch.as_tensor(oof[index]), every, settings)
     for k in range(folds):
         rows = np.flatnonzero(fold == k)
         held = FoldData(torch.zeros((len(y), 0), dtype=torch.float64), torch.as_tensor(y), rows, in_subset=in_subset)
@@ -242,6 +251,7 @@ def analyse(record, point, variant, bandwidth, seed):
     metric, resampled = paired_resamples(positive, np.where(exists[..., None], oof, -np.inf).reshape(-1, len(y)),
                                          *point, seed=seed)
     return dict(oof=oof, test=test, exists=exists, fold_loss=fold_loss, fold_metric=fold_metric, positive=positive,
+                pooled_loss=pooled_loss,
                 metric=metric.reshape(exists.shape), resampled=resampled.reshape((-1,) + exists.shape),
                 folds_y=[y[fold == k] for k in range(folds)], point=point, seed=seed,
                 lr_one=record["lr_test_metric"][point][int(np.flatnonzero(CS == 1.0)[0])])
@@ -260,8 +270,9 @@ def _clear_winner(a, win, reference=(0, 0)):
     return None if not clear.any() else np.unravel_index(np.argmax(np.where(clear, a["metric"], -np.inf)), clear.shape)
 
 
-def _lowest_loss(a, allowed=None):
-    loss = np.where(a["exists"] if allowed is None else allowed, a["fold_loss"].mean(axis=0), np.inf)
+def _lowest_loss(a, allowed=None, loss=None):
+    loss = a["fold_loss"].mean(axis=0) if loss is None else loss
+    loss = np.where(a["exists"] if allowed is None else allowed, loss, np.inf)
     return np.unravel_index(np.argmin(np.nan_to_num(loss, nan=np.inf)), loss.shape)
 
 
@@ -281,6 +292,23 @@ def rule_hybrid(a, guard):
     allowed[0, 0] = a["lrref"] is False  # the lrref reference is no loss candidate: its small scores have a small loss
     lowest = _lowest_loss(a, allowed)
     return lowest if lowest != (0, 0) and _share(a, (0, 0), lowest) < guard else (0, 0)
+
+
+def rule_guarded(a, lowest, guard=0.3):
+    """The shipped rule's steps 1 and 3 around another step 2: the clear metric winner, else ``lowest`` unless the
+    start beats it in ``guard`` of the resamples."""
+    winner = _clear_winner(a, 0.9)
+    if winner is not None:
+        return winner
+    return lowest if lowest != (0, 0) and _share(a, (0, 0), lowest) < guard else (0, 0)
+
+
+def rule_last_epoch(a):
+    """Step 2 keeps the trained model (the paper's protocol): the restart whose last epoch has the lowest mean held-out
+    loss, at that last epoch."""
+    last = np.zeros_like(a["exists"])
+    last[:, -1] = a["exists"][:, -1]
+    return rule_guarded(a, _lowest_loss(a, last))
 
 
 def rule_plausible(a, p=0.9):
@@ -305,6 +333,8 @@ RULES = {
     "hybrid_g30": lambda a: rule_hybrid(a, 0.3),
     "hybrid_g50": lambda a: rule_hybrid(a, 0.5),
     "shipped": rule_shipped,
+    "pooled_loss_g30": lambda a: rule_guarded(a, _lowest_loss(a, loss=a["pooled_loss"])),
+    "last_epoch_g30": rule_last_epoch,
 }
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/_output.py: the name lists of the command lines and the safe writing of results."""
+"""benchmarks/_output.py: the name lists and parameter changes of the command lines, the safe writing of results."""
 
 import pandas as pd
 import pytest
@@ -14,6 +14,16 @@ def test_names_keep_order_drop_repeats_and_refuse_unknown_ones():
         output.names("a,z", ("a", "b"), "--m")
     with pytest.raises(ValueError, match="--m: unknown empty"):
         output.names(" , ", ("a",), "--m")
+
+
+def test_assignments_read_literals_and_bare_strings_and_refuse_items_without_a_name():
+    assert output.assignments(["alpha=0.01", "early_stopping=False", "init=random", "hidden_layer_sizes=(8, 4)",
+                               " batch_size =None"], "--set") == {
+        "alpha": 0.01, "early_stopping": False, "init": "random", "hidden_layer_sizes": (8, 4), "batch_size": None}
+    assert output.assignments([], "--set") == {}
+    for bad in ("alpha", "=1"):
+        with pytest.raises(ValueError, match=f"--qc-set: expected NAME=VALUE, e.g. --qc-set alpha=0.01; got '{bad}'"):
+            output.assignments([bad], "--qc-set")
 
 
 def test_write_results_leaves_no_file_when_the_move_fails(tmp_path, monkeypatch):

@@ -62,6 +62,31 @@ def test_paper_defaults_scores_and_tabulates_what_it_says(tmp_path, capsys):
         bench.main(["--quick", "--sets", "ionosphere", "--out", str(out)])
 
 
+def test_paper_defaults_changes_the_parameters_it_names_and_gives_the_gaps_standard_error(tmp_path, capsys):
+    bench = load("paper_defaults")
+    frame = bench.main(["--quick", "--sets", "ionosphere", "--set", "alpha=0.1", "--set", "init=random"])
+    X, y = load_ionosphere()
+    X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=0.3, stratify=y, random_state=0)
+    model = QuantileClassifier(objective="precision_at_rate", target=0.14, bandwidth=0.05, max_epochs=5, n_restarts=1,
+                               alpha=0.1, init="random", random_state=0).fit(X_train, y_train)
+    ours = frame[frame.method == "quantile_defaults"].set_index("tau")["value"]
+    assert ours[0.14] == objective_metric(y_test, model.decision_function(X_test), objective="precision_at_rate",
+                                          target=0.14)
+    printed = capsys.readouterr().out
+    assert "QuantileClassifier parameters changed: {'alpha': 0.1, 'init': 'random'}" in printed
+    assert "| set | tau | paper Q3 | changed | logistic |" in printed
+    for bad in (["--set", "no_such=1"], ["--set", "alpha"], ["--sets", "cover"]):  # refused before any fit
+        with pytest.raises(SystemExit):
+            bench.main(["--quick", *bad])
+    # The set's standard error is over the splits' own gaps (each split's mean over the taus), not over taus.
+    q3 = PAPER_TABLES["housing"]["Q3"]
+    rows = [dict(set="housing", split=split, tau=tau, method=method, value=value, decided_by=None)
+            for split, shift in ((0, 0.1), (1, -0.3)) for tau in q3
+            for method, value in (("quantile_defaults", q3[tau][0] + shift), ("logistic", 0.0))]
+    text = bench.table(pd.DataFrame(rows))
+    assert "housing: mean gap to Q3 -0.100 (standard error over the 2 splits 0.200)" in text
+
+
 def test_the_paired_set_timing_fits_both_codes_fit_by_fit(tmp_path, capsys):
     cost = load("selection_cost")
     rng = np.random.default_rng(0)
