@@ -15,8 +15,9 @@ same trained models.
     .venv/bin/python benchmarks/selection_rules.py evaluate /tmp/rules_dev /tmp/rules_paper \
         --out results/selection_rules/rules_20splits.csv
 
-The recorded arrays (about 0.5 GB for the development suite at 20 splits) stay outside the
-repository; the evaluated rows (one per set, operating point, split, start and rule) and the two
+``collect --learning-rate 2.0`` trains the candidates with another step (QuantileClassifier's
+``learning_rate``; docs/selection.md has what 2.0 gave). The recorded arrays (about 0.5 GB for the
+development suite at 20 splits) stay outside the repository; the evaluated rows (one per set, operating point, split, start and rule) and the two
 tables are what ``--out`` writes. The rules (``RULES``):
 
 ====================  ==================================================================================
@@ -67,9 +68,9 @@ DEV_POINTS = (("precision_at_recall", 0.9), ("precision_at_rate", 0.05), ("preci
               ("precision_at_rate", 0.01))
 
 
-def settings_for(objective, target, bandwidth):
+def settings_for(objective, target, bandwidth, learning_rate=0.1):
     return dict(objective=objective, target=target, form="fp", quantile="kernel", bandwidth=bandwidth,
-                surrogate="logistic", learning_rate=0.1, momentum=0.9, alpha=1e-3, batch_size=None,
+                surrogate="logistic", learning_rate=learning_rate, momentum=0.9, alpha=1e-3, batch_size=None,
                 subset_batch_size=None, subset_from_batch=False, verbose=False)
 
 
@@ -83,7 +84,8 @@ def log_loss(y, s):
     return float(np.mean(np.logaddexp(0, s) - y * s))
 
 
-def run_item(X_train, y_train, X_test, y_test, points, bandwidth, seed, folds=3, n_restarts=3, max_epochs=200):
+def run_item(X_train, y_train, X_test, y_test, points, bandwidth, seed, folds=3, n_restarts=3, max_epochs=200,
+             learning_rate=0.1):
     torch.set_num_threads(1)
     mean, scale = standardizer(X_train)
     Xt = torch.as_tensor(standardize_columns(X_train, mean, scale))
@@ -110,7 +112,7 @@ def run_item(X_train, y_train, X_test, y_test, points, bandwidth, seed, folds=3,
                                for p in points})
     starts = {"base": None, "cstar": CS[best_c]}
     for point in points:
-        settings = settings_for(*point, bandwidth)
+        settings = settings_for(*point, bandwidth, learning_rate)
         for variant, C in starts.items():
             restarts = range(n_restarts) if variant == "base" else range(1)
             oof = np.full((len(restarts), len(grid), len(y_train)), np.nan)
@@ -201,13 +203,13 @@ def load_record(path) -> dict:
     return record
 
 
-def collect_one(out_dir, name, split, X, y, test_size, points, bandwidth, max_epochs=200, folds=3):
+def collect_one(out_dir, name, split, X, y, test_size, points, bandwidth, max_epochs=200, folds=3, learning_rate=0.1):
     path = Path(out_dir) / f"{name}__{split}.npz"
     if path.exists():
         return
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, stratify=y, random_state=split)
     record = run_item(X_train, y_train.astype(np.int64), X_test, y_test.astype(np.int64), points, bandwidth, split,
-                      max_epochs=max_epochs, folds=folds)
+                      max_epochs=max_epochs, folds=folds, learning_rate=learning_rate)
     record["points"] = points
     save_record(path, record)
 
@@ -385,6 +387,7 @@ def main(argv=None):
     c.add_argument("--sets", default=None, help="comma-separated names (default: the whole suite)")
     c.add_argument("--max-epochs", type=int, default=200, help="QuantileClassifier's max_epochs (the tests: 5)")
     c.add_argument("--folds", type=int, default=3, help="selection_folds (5 was tried on the small sets)")
+    c.add_argument("--learning-rate", type=float, default=0.1, help="QuantileClassifier's learning_rate (2.0 was tried)")
     e = sub.add_parser("evaluate")
     e.add_argument("folders", nargs="+")
     e.add_argument("--n-jobs", type=int, default=2)
@@ -411,7 +414,8 @@ def main(argv=None):
     Path(args.out).mkdir(parents=True, exist_ok=True)
     sets = None if args.sets is None else args.sets.split(",")
     work = list(items(args.suite, args.splits, args.data, args.max_rows, sets))
-    Parallel(n_jobs=args.n_jobs, verbose=5)(delayed(collect_one)(args.out, *item, max_epochs=args.max_epochs, folds=args.folds)
+    Parallel(n_jobs=args.n_jobs, verbose=5)(delayed(collect_one)(args.out, *item, max_epochs=args.max_epochs,
+                                                                 folds=args.folds, learning_rate=args.learning_rate)
                                             for item in work)
 
 

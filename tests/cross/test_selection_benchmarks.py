@@ -17,7 +17,7 @@ from quantile_surrogate.objectives import objective_metric
 from tests._benchmarks import load
 
 
-def estimator_values(split, max_epochs):
+def estimator_values(split, max_epochs, learning_rate=0.1):
     X, y = load_ionosphere()
     protocol = PROTOCOLS["ionosphere"]
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=1 - protocol.train_fraction, stratify=y,
@@ -25,20 +25,22 @@ def estimator_values(split, max_epochs):
     values = {}
     for tau in protocol.taus:
         model = QuantileClassifier(objective="precision_at_rate", target=tau, bandwidth=protocol.bandwidth,
-                                   max_epochs=max_epochs, random_state=split).fit(X_train, y_train)
+                                   max_epochs=max_epochs, learning_rate=learning_rate, random_state=split
+                                   ).fit(X_train, y_train)
         values[tau] = objective_metric(y_test, model.decision_function(X_test), objective="precision_at_rate",
                                        target=tau)
     return values
 
 
-def test_the_replayed_shipped_rule_is_the_estimators_choice(tmp_path):
+@pytest.mark.parametrize("learning_rate", [0.1, 2.0])
+def test_the_replayed_shipped_rule_is_the_estimators_choice(tmp_path, learning_rate):
     rules = load("selection_rules")
     rules.main(["collect", "--suite", "paper", "--sets", "ionosphere", "--splits", "1", "--max-epochs", "5",
-                "--n-jobs", "1", "--out", str(tmp_path / "recorded")])
+                "--learning-rate", str(learning_rate), "--n-jobs", "1", "--out", str(tmp_path / "recorded")])
     rules.main(["evaluate", str(tmp_path / "recorded"), "--n-jobs", "1", "--out", str(tmp_path / "rows.csv")])
     rows = pd.read_csv(tmp_path / "rows.csv")
     shipped = rows[(rows.rule == "shipped") & (rows.start == "base")].set_index("target")["value"]
-    expected = estimator_values(0, 5)
+    expected = estimator_values(0, 5, learning_rate)
     assert shipped.to_dict() == pytest.approx(expected, abs=1e-12)
     assert (tmp_path / "rows.md").read_text().count("shipped") >= 2  # in both tables
     assert set(rows.rule) == set(rules.RULES)
