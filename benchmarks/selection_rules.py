@@ -17,8 +17,9 @@ same trained models.
 
 ``collect --learning-rate 2.0`` trains the candidates with another step (QuantileClassifier's
 ``learning_rate``; docs/selection.md has what 2.0 gave). The recorded arrays (about 0.5 GB for the
-development suite at 20 splits) stay outside the repository; the evaluated rows (one per set, operating point, split, start and rule) and the two
-tables are what ``--out`` writes. The rules (``RULES``):
+development suite at 20 splits) stay outside the repository; the evaluated rows (one per set,
+operating point, split, start and rule) and the two tables are what ``--out`` writes. The rules
+(``RULES``):
 
 ====================  ==================================================================================
 ``binomial_z2``       the rule before issue 21: mean fold gain over the start above 2 binomial
@@ -286,23 +287,19 @@ def rule_binomial(a):
     return select_over_start(fm, a["fold_loss"], (0, 0), noise[:, 0, 0], 2.0, noise)[0]
 
 
-def rule_hybrid(a, guard):
+def rule_guarded(a, lowest, guard=0.3):
+    """The shipped rule's steps 1 and 3 around a step 2 that proposed ``lowest``: the clear metric winner, else
+    ``lowest`` unless the start beats it in ``guard`` of the resamples."""
     winner = _clear_winner(a, 0.9)
     if winner is not None:
         return winner
+    return lowest if lowest != (0, 0) and _share(a, (0, 0), lowest) < guard else (0, 0)
+
+
+def rule_hybrid(a, guard):
     allowed = a["exists"].copy()
     allowed[0, 0] = a["lrref"] is False  # the lrref reference is no loss candidate: its small scores have a small loss
-    lowest = _lowest_loss(a, allowed)
-    return lowest if lowest != (0, 0) and _share(a, (0, 0), lowest) < guard else (0, 0)
-
-
-def rule_guarded(a, lowest, guard=0.3):
-    """The shipped rule's steps 1 and 3 around another step 2: the clear metric winner, else ``lowest`` unless the
-    start beats it in ``guard`` of the resamples."""
-    winner = _clear_winner(a, 0.9)
-    if winner is not None:
-        return winner
-    return lowest if lowest != (0, 0) and _share(a, (0, 0), lowest) < guard else (0, 0)
+    return rule_guarded(a, _lowest_loss(a, allowed), guard)
 
 
 def rule_last_epoch(a):
