@@ -45,7 +45,7 @@ kept one in ten, with their inverse sampling rate): every fit and every timed ru
 them (the DMatrix's ``weight=``, ``fit(sample_weight=...)``, and :func:`logloss_objective` multiplies
 by them), the test part is unweighted.
 
-``--repeats R`` times each objective's rounds R times, the three objectives in turn, and pools each
+``--repeats R`` times each objective's rounds R times, the objectives in turn, and pools each
 objective's rounds (without each run's first): on a shared machine whose speed drifts over minutes,
 a drift then falls on every objective instead of on one segment (docs/distributed.md).
 
@@ -55,6 +55,13 @@ by default each timed run starts from a constant margin, where the objectives gr
 different sizes (the point objective's had about 5 leaves where ``binary:logistic``'s had 63), so the
 rounds' cost differs by more than the objectives'. The table gives each objective's mean leaves per
 timed tree.
+
+``--replay`` adds, to each repeat, the floor of a quantile round: one more quantile run (untimed) records
+every worker's gradient and Hessian of every round (:class:`GradientReplay`, as the float32 XGBoost
+keeps; rounds x the worker's rows x 8 bytes of memory on each worker), and a timed run hands them back
+in order, so XGBoost grows the same trees (compared tree by tree, ``replay_same_trees``) while the
+objective costs nothing but returning two arrays. Its seconds per round are what any objective with
+these gradients costs at best: the custom-objective path and the trees these gradients grow.
 
 ``--quick`` (10^4 rows, 2 workers as threads, 5 rounds, 4 partitions: seconds) is what
 tests/cross/test_dask_benchmark.py runs. ``--out`` is never overwritten.
@@ -82,6 +89,8 @@ FEATURES, INFORMATIVE = 20, 8
 OBJECTIVE, TARGET = "precision_at_recall", 0.9
 WORKERS = ("1", "2", "3", "4", "6", "8")
 QUICK = dict(rows=10_000, workers=[2], rounds=5, partitions=4, processes=False)
+TIMED = ("logloss_s", "quantile_s", "custom_logloss_s", "replay_s")
+"""Every timed run's seconds (``replay_s`` with ``--replay`` only)."""
 NEGATIVE_WEIGHT = 10.0
 """``--weights``: the weight of a negative row (positives weigh 1)."""
 
@@ -183,6 +192,40 @@ def logloss_objective(margins, dtrain):
     return (grad * weight, hess * weight) if weight.size else (grad, hess)
 
 
+class GradientReplay:
+    """``obj=`` that records ``fn``'s ``(grad, hess)`` on each worker (``"record"``), or hands them back (``"replay"``).
+
+    Recorded as float32, the precision XGBoost keeps gradients in (it rounds a float64 gradient to the
+    same float32), so a replay grows the recording run's trees. The rounds are kept on the Dask worker
+    that trains (``distributed.get_worker()``), in order; :func:`clear_replay` empties them before a recording.
+    """
+
+    def __init__(self, fn, mode: str):
+        self.fn, self.mode = fn, mode
+
+    def __call__(self, margins, dtrain):
+        from distributed import get_worker
+
+        worker = get_worker()
+        if self.mode == "record":
+            grad, hess = self.fn(margins, dtrain)
+            worker._benchmark_gradients.append((np.asarray(grad, np.float32).copy(),
+                                                np.asarray(hess, np.float32).copy()))
+            return grad, hess
+        worker._benchmark_replayed += 1
+        return worker._benchmark_gradients[worker._benchmark_replayed - 1]
+
+
+def clear_replay(dask_worker):
+    """Empty a worker's recorded rounds (``client.run(clear_replay)``; Dask passes the worker)."""
+    dask_worker._benchmark_gradients, dask_worker._benchmark_replayed = [], 0
+
+
+def same_trees(first, second) -> bool:
+    """Whether two boosters hold the same trees (every split, threshold, leaf value and cover)."""
+    return first.trees_to_dataframe().equals(second.trees_to_dataframe())
+
+
 def row_weights(y):
     """``--weights``: 10 on the negatives, 1 on the positives (a NumPy or Dask array of labels)."""
     return (y == 0) * (NEGATIVE_WEIGHT - 1.0) + 1.0
@@ -190,7 +233,7 @@ def row_weights(y):
 
 # -- one cluster ------------------------------------------------------------------------------------
 def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, processes: bool, weight=None,
-              repeats: int = 1, start_rounds: int = 0) -> dict:
+              repeats: int = 1, start_rounds: int = 0, replay: bool = False) -> dict:
     """Seconds per round of ``binary:logistic``, of :func:`logloss_objective` and of the quantile objective, the
     quantile objective's reductions per round (rank 0), and each objective's leaves per tree. With ``repeats`` the
     three runs are made that many times in turn, and each objective's seconds are its runs' rounds one after the
@@ -207,23 +250,35 @@ def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, proces
                            verbose_eval=False)["booster"]
         del params["base_score"]  # the start's own, kept by the runs that continue it
     fn = xgboost_objective(OBJECTIVE, TARGET, quantile=quantile, bandwidth=bandwidth)
-    client.run(_install_counter)
-    seconds = {"logloss_s": [], "custom_logloss_s": [], "quantile_s": []}
+    seconds = {"logloss_s": [], "custom_logloss_s": [], "quantile_s": [], **({"replay_s": []} if replay else {})}
     leaves = {name: [] for name in seconds}
+    custom = {"disable_default_eval_metric": 1}
+    plan = [("logloss_s", {"objective": "binary:logistic"}, None), ("custom_logloss_s", custom, logloss_objective),
+            ("quantile_s", custom, fn)]
+    plan += [("record", custom, GradientReplay(fn, "record")), ("replay_s", custom, GradientReplay(fn, "replay"))] \
+        if replay else []
+    calls, same = [], []
     for _ in range(repeats):  # in turn, so that a slow spell of the machine falls on every objective
-        for name, extra, obj in (("logloss_s", {"objective": "binary:logistic"}, None),
-                                 ("custom_logloss_s", {"disable_default_eval_metric": 1}, logloss_objective),
-                                 ("quantile_s", {"disable_default_eval_metric": 1}, fn)):
-            booster = dxgb.train(client, {**params, **extra}, dtrain, num_boost_round=rounds, obj=obj,
-                                 xgb_model=start, callbacks=[_round_timer()], verbose_eval=False)["booster"]
-            seconds[name].append(_round_seconds(booster))
-            leaves[name].append(leaves_per_tree(booster, start_rounds))
-    records = list(client.run(_read_counter).values())
-    calls = [c for c in (sum(records, []) if processes else records[0]) if c[0] == 0]  # threads share one list
+        boosters = {}
+        for name, extra, obj in plan:
+            client.run(clear_replay if name == "record" else _install_counter)  # the timed run's reductions alone
+            boosters[name] = dxgb.train(client, {**params, **extra}, dtrain, num_boost_round=rounds, obj=obj,
+                                        xgb_model=start, callbacks=[_round_timer()], verbose_eval=False)["booster"]
+            if name == "quantile_s":
+                records = list(client.run(_read_counter).values())
+                calls += [c for c in (sum(records, []) if processes else records[0]) if c[0] == 0]  # threads: one list
+            if name in seconds:
+                seconds[name].append(_round_seconds(boosters[name]))
+                leaves[name].append(leaves_per_tree(boosters[name], start_rounds))
+        if replay:
+            same.append(same_trees(boosters["record"], boosters["replay_s"])
+                        and same_trees(boosters["quantile_s"], boosters["replay_s"]))
+            client.run(clear_replay)  # the recorded rounds' memory back
     return dict(**{name: np.concatenate(runs) for name, runs in seconds.items()},
                 **{f"{name[:-2]}_leaves": float(np.mean(counts)) for name, counts in leaves.items()},
                 reductions_per_round=len(calls) / (rounds * repeats),
-                bytes_per_round=sum(b for _, b in calls) / (rounds * repeats))
+                bytes_per_round=sum(b for _, b in calls) / (rounds * repeats),
+                **({"replay_same_trees": all(same)} if replay else {}))
 
 
 def after_first(seconds: np.ndarray, rounds: int) -> np.ndarray:
@@ -243,9 +298,8 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
         model = DaskQuantileBoostingClassifier(client=client, **settings).fit(X, y, sample_weight=weight)
         fit_s = time.perf_counter() - start
         rounds = per_round(client, X, y, args.rounds, model.bandwidth_, settings["quantile"], args.processes, weight,
-                           args.repeats, args.start_rounds)
-        later = {name: after_first(rounds[name], args.rounds)
-                 for name in ("logloss_s", "quantile_s", "custom_logloss_s")}
+                           args.repeats, args.start_rounds, args.replay)
+        later = {name: after_first(rounds[name], args.rounds) for name in TIMED if name in rounds}
         decision = model.decision_function(dask_data(len(y_test), 2, first=args.partitions, seed=args.seed)[0])
         precision = objective_metric(y_test, decision.compute(), objective=OBJECTIVE, target=TARGET)
     return dict(workers=workers, logloss_s_per_round=rounds["logloss_s"].mean(),
@@ -258,6 +312,9 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
                 reductions_per_round=rounds["reductions_per_round"], logloss_leaves=rounds["logloss_leaves"],
                 custom_logloss_leaves=rounds["custom_logloss_leaves"], quantile_leaves=rounds["quantile_leaves"],
                 reduction_bytes_per_round=rounds["bytes_per_round"], dask_fit_s=fit_s,
+                **({"replay_s": rounds["replay_s"], "replay_s_after_first": later["replay_s"].mean(),
+                    "replay_leaves": rounds["replay_leaves"], "replay_same_trees": rounds["replay_same_trees"]}
+                   if "replay_s" in rounds else {}),
                 dask_rounds_kept=model.best_iteration_, dask_precision=precision,
                 held_out_partitions=" ".join(map(str, model.validation_partitions_[0])))
 
@@ -308,10 +365,20 @@ def summary(frame: pd.DataFrame) -> str:
                      f"{row.dask_precision:.4f} | {row.single_precision:.4f} | "
                      f"{row.dask_fit_s:.1f} / {row.single_fit_s:.1f} | {row.dask_rounds_kept} / "
                      f"{row.single_rounds_kept} |")
+    for row in frame.itertuples():
+        if "replay_s" in frame and isinstance(row.replay_s, np.ndarray):
+            replayed = after_first(row.replay_s, row.rounds)
+            lines.append(f"\n{row.workers} workers, the quantile run's gradients replayed (`--replay`: the objective "
+                         f"free, {'the same trees' if row.replay_same_trees else 'NOT the same trees'}): "
+                         f"{mean_se(replayed)} s a round, "
+                         f"{row.replay_s_after_first / row.logloss_s_after_first:.2f} times `binary:logistic`'s "
+                         f"(the quantile objective's {row.quantile_s_after_first / row.logloss_s_after_first:.2f}); "
+                         f"leaves/tree {row.replay_leaves:.1f}.")
     first = frame.iloc[0]
     repeats = int(first.get("repeats", 1))
+    objectives = "four" if "replay_s" in frame else "three"
     lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds"
-                 f"{f' a run, each objective timed in {repeats} runs, the three in turn' if repeats > 1 else ''}, "
+                 f"{f' a run, each objective timed in {repeats} runs, the {objectives} in turn' if repeats > 1 else ''}, "
                  f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}"
                  f"{start_note(int(first.get('start_rounds', 0)))}"
                  f"{f', negatives weigh {NEGATIVE_WEIGHT:g} (--weights)' if first.get('weights', False) else ''}; "
@@ -338,6 +405,9 @@ def parse(argv=None):
     parser.add_argument("--start-rounds", type=int, default=0,
                         help="time the rounds that follow one binary:logistic start of this many rounds (as the "
                              "estimators' quantile rounds follow theirs); 0: from a constant start")
+    parser.add_argument("--replay", action="store_true",
+                        help="also time the quantile run's own gradients handed back (the same trees, the objective "
+                             "free): the floor of a quantile round")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV (and a .md summary beside it); never overwritten")
     args = parser.parse_args(argv)
@@ -362,10 +432,10 @@ def main(argv=None) -> pd.DataFrame:
     text = summary(frame)
     print(text)
     if args.out is not None:
+        timed = [name for name in TIMED if name in frame]
         rounds = {f"{name}_rounds": frame[name].map(lambda seconds: " ".join(f"{s:.6f}" for s in seconds))
-                  for name in ("logloss_s", "quantile_s", "custom_logloss_s")}  # every round's seconds
-        write_results(frame.drop(columns=["logloss_s", "quantile_s", "custom_logloss_s"]).assign(**rounds),
-                      text + "\n", args.out)
+                  for name in timed}  # every round's seconds
+        write_results(frame.drop(columns=timed).assign(**rounds), text + "\n", args.out)
     return frame
 
 

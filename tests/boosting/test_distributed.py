@@ -255,6 +255,16 @@ def test_keys_order_like_the_values():
     np.testing.assert_array_equal(key_values(keys), values + 0.0)
 
 
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=False), min_size=0, max_size=60))
+def test_keys_written_into_kept_arrays_are_the_fresh_keys(values):
+    values = np.array(values + [0.0, -0.0, 5e-324, -5e-324], dtype=np.float64)  # infinities too: they keep order
+    out, scratch = np.empty(values.size, np.uint64), np.empty(values.size, np.uint64)
+    kept = float_keys(values, out, scratch)
+    assert kept is out
+    np.testing.assert_array_equal(kept, float_keys(values))
+
+
 def test_select_ranks_is_exact_on_extreme_and_tied_values():
     rng = np.random.default_rng(3)
     pool = np.array([-1e300, -3.0, -1e-300, 0.0, 5e-324, 1e-12, 1.0, 1.0 + 2 ** -52, 7.0, 1e300])

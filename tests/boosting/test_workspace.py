@@ -25,6 +25,49 @@ def test_an_array_is_handed_out_again_while_its_size_and_dtype_stay():
     assert np.shares_memory(workspace.tensor("grad", 5).numpy(), workspace.array("grad", 5))
 
 
+def test_labels_are_known_only_while_they_equal_the_kept_copy():
+    workspace, labels = Workspace(), np.array([0.0, 1.0, 1.0, 0.0], dtype=np.float32)
+    assert not workspace.known_labels(labels)  # nothing kept yet
+    workspace.keep_labels(labels)
+    assert workspace.known_labels(labels.copy())
+    labels[0] = 1.0  # the caller's array changed after it was kept: the copy is not
+    assert not workspace.known_labels(labels)
+    assert not workspace.known_labels(np.array([0, 1, 1, 0]))  # another dtype
+    assert not workspace.known_labels(np.zeros(3, dtype=np.float32))  # another length
+    with_nan = np.array([0.0, np.nan, 1.0, 0.0], dtype=np.float32)
+    workspace.keep_labels(with_nan)
+    assert not workspace.known_labels(with_nan)  # NaN never equals itself
+
+
+def test_the_binary_check_runs_once_while_the_labels_stay(monkeypatch):
+    from quantile_surrogate.boosting import gradient
+
+    checked = []
+    original = gradient.check_binary
+    monkeypatch.setattr(gradient, "check_binary", lambda labels, name: checked.append(1) or original(labels, name))
+    rng = np.random.default_rng(2)
+    scores, labels = rng.normal(size=200), (rng.random(200) < 0.3).astype(np.float32)
+
+    def calls(labels_of_call, workspace):
+        def worker(comm, part):
+            return [distributed_gradient_hessian(comm, part[0], labels, with_loss=False, workspace=workspace)
+                    for labels in labels_of_call]
+        return run_workers(worker, [(scores, labels)])[0][0]
+
+    workspace = Workspace()
+    kept = calls([labels, labels.copy(), labels], workspace)
+    assert len(checked) == 1  # XGBoost's labels of every round: checked once
+    fresh = calls([labels], None)[0]
+    for out in kept:
+        np.testing.assert_array_equal(out.grad, fresh.grad)
+        np.testing.assert_array_equal(out.hess, fresh.hess)
+    bad = labels.copy()
+    bad[5] = 2.0
+    with pytest.raises(ValueError, match="labels"):
+        calls([bad], workspace)  # other labels are checked again, and refused
+    assert len(checked) == 3
+
+
 def _rounds(parts, settings, kept, rounds=4):
     """Each worker's (grad, hess) copies over ``rounds`` calls on drifting float32 margins, and whether its arrays
     were the same memory in every call; ``kept``: one Workspace (and hint) per worker for all its calls."""

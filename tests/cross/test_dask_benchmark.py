@@ -135,3 +135,58 @@ def test_leaves_are_counted_after_the_start_and_timed_runs_can_continue_one(tmp_
     assert "continues one binary:logistic start of 3 rounds" in (tmp_path / "start.md").read_text()
     with pytest.raises(SystemExit):
         bench.parse(["--start-rounds", "-1"])
+
+
+def test_gradient_replay_records_float32_rounds_and_hands_them_back_in_order(monkeypatch):
+    import distributed
+
+    bench = load("dask_boosting")
+    worker = type("Worker", (), {})()
+    bench.clear_replay(worker)
+    monkeypatch.setattr(distributed, "get_worker", lambda: worker)
+    rounds = [(np.array([0.1, -2.0 / 3.0]), np.array([1e-6, 0.25])), (np.array([1.0, 2.0]), np.array([0.5, 0.5]))]
+    calls = iter(rounds)
+    record, replay = bench.GradientReplay(lambda m, d: next(calls), "record"), bench.GradientReplay(None, "replay")
+    for expected in rounds:  # the recording passes the objective's own arrays on, and keeps float32 copies
+        grad, hess = record(np.zeros(2), None)
+        assert grad is expected[0] and hess is expected[1]
+    for grad, hess in rounds:  # XGBoost rounds a float64 gradient to the same float32
+        got = replay(np.zeros(2), None)
+        assert got[0].dtype == got[1].dtype == np.float32
+        np.testing.assert_array_equal(got[0], grad.astype(np.float32))
+        np.testing.assert_array_equal(got[1], hess.astype(np.float32))
+    bench.clear_replay(worker)
+    assert worker._benchmark_gradients == [] and worker._benchmark_replayed == 0
+
+
+def test_same_trees_tells_boosters_with_other_gradients_apart():
+    import xgboost as xgb
+
+    bench = load("dask_boosting")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 3))
+    dtrain = xgb.DMatrix(X, label=(X[:, 0] > 0).astype(float))
+    grad, hess = rng.normal(size=300), rng.uniform(0.1, 1.0, size=300)
+
+    def fit(scale):
+        return xgb.train({"max_depth": 3, "nthread": 1, "base_score": 0.5}, dtrain, num_boost_round=2,
+                         obj=lambda m, d: (grad, hess * scale))
+
+    assert bench.same_trees(fit(1.0), fit(1.0))
+    assert not bench.same_trees(fit(1.0), fit(1.0 + 1e-3))  # the same splits, other leaf values
+
+
+def test_replayed_gradients_grow_the_quantile_runs_trees(tmp_path):
+    bench = load("dask_boosting")
+    out = tmp_path / "replay.csv"
+    frame = bench.main(["--quick", "--replay", "--repeats", "2", "--start-rounds", "2", "--out", str(out)])
+    row = frame.iloc[0]
+    assert bool(row.replay_same_trees) and len(row.replay_s) == 10 and (row.replay_s > 0).all()
+    assert row.replay_leaves == row.quantile_leaves
+    assert row.replay_s_after_first == pytest.approx(bench.after_first(row.replay_s, 5).mean())
+    # the recording's reductions are not counted: the kernel's 3 to 4 + 2R a round, as without --replay
+    assert 3 <= row.reductions_per_round <= 4 + 2 * 8
+    saved = pd.read_csv(out).iloc[0]
+    np.testing.assert_allclose(np.array(saved.replay_s_rounds.split(), dtype=float), row.replay_s, atol=1e-6)
+    text = out.with_suffix(".md").read_text()
+    assert "gradients replayed" in text and "the same trees" in text and "the four in turn" in text

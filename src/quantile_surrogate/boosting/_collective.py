@@ -130,10 +130,22 @@ def in_lightgbm_network(depth: int = 12) -> bool:
     return False
 
 
-def float_keys(values) -> np.ndarray:
-    """uint64 keys of finite float64 values, in the values' order (``-0.0`` and ``0.0`` share a key)."""
-    bits = (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
-    return np.where(bits >> np.uint64(63) == 1, ~bits, bits | _SIGN)
+def float_keys(values, out: np.ndarray | None = None, scratch: np.ndarray | None = None) -> np.ndarray:
+    """uint64 keys of finite float64 values, in the values' order (``-0.0`` and ``0.0`` share a key).
+
+    A negative value's key is its bits inverted, any other's its bits with the sign bit set. With
+    ``out`` and ``scratch`` (uint64 arrays of the values' size) the same keys are written into ``out``
+    without fresh memory: ``bits XOR flip``, where ``flip`` is all ones for a negative and the sign bit
+    otherwise.
+    """
+    if out is None or scratch is None:
+        bits = (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
+        return np.where(bits >> np.uint64(63) == 1, ~bits, bits | _SIGN)
+    np.add(values, 0.0, out=out.view(np.float64))  # -0.0 + 0.0 is 0.0
+    flip = np.right_shift(out, np.uint64(63), out=scratch)  # 1 where negative, else 0
+    np.negative(flip, out=flip)  # uint64: all ones where negative, else 0
+    np.bitwise_or(flip, _SIGN, out=flip)
+    return np.bitwise_xor(out, flip, out=out)
 
 
 def key_values(keys) -> np.ndarray:

@@ -91,7 +91,8 @@ def _local_rows(scores, labels, sample_weight, workspace):
     """``(scores, labels, weights or None, error)``: checked local rows, or empty ones and the exception to share.
 
     Weights that are all 1 are None (the unweighted path); a zero total is allowed here (checked globally).
-    Scores of another float dtype (XGBoost's float32 margins) are converted into ``workspace``'s array.
+    Scores of another float dtype (XGBoost's float32 margins) are converted into ``workspace``'s array; labels
+    equal to the last call's checked ones are not checked again (:meth:`~._workspace.Workspace.known_labels`).
     """
     try:
         scores = np.asarray(scores)
@@ -99,7 +100,7 @@ def _local_rows(scores, labels, sample_weight, workspace):
             converted = workspace.array("scores", scores.size)
             np.copyto(converted, scores.reshape(-1))  # the values np.asarray(scores, dtype=np.float64) gives
             scores = converted
-        scores, labels = _check_scores_labels(scores, labels)
+        scores, labels = _check_scores_labels(scores, labels, labels_known=workspace)
         weight = None
         if sample_weight is not None and np.size(sample_weight) and not np.all(np.asarray(sample_weight) == 1):
             weight = check_sample_weight(sample_weight, scores.size, zero_total_ok=True)
@@ -290,19 +291,22 @@ def distributed_gradient_hessian(comm: Communicator, scores, labels, *, objectiv
     target = spec.default_target if target is None else target
     workspace = Workspace() if workspace is None else workspace
     scores, labels, weight, error = _local_rows(scores, labels, sample_weight, workspace)
-    positive = labels == 1
+    positive = np.equal(labels, 1, out=workspace.array("positive", labels.size, bool))
     in_subset = spec.subset_mask(positive)
     if weight is not None:
         in_subset = in_subset & (weight > 0)  # a row of weight 0 is no row of A
-    subset_scores = scores[in_subset]
+    m = int(np.count_nonzero(in_subset))
+    subset_scores = np.compress(in_subset, scores, out=workspace.array("subset", m))
     positional = quantile in MASS_WINDOWED  # coefficients by position: tied rows differ, so their order is kept
     if weight is None and quantile == "point":  # the point rule finds its row by value
-        values, order, subset_weight = np.sort(subset_scores), None, None
+        subset_scores.sort()  # in place: np.sort's values
+        values, order, subset_weight = subset_scores, None, None
     else:  # a kernel's tied rows share their weight (C*_j with weights): any order of ties serves there
         order = np.argsort(subset_scores, kind="stable" if positional else None)
-        values = subset_scores[order]
+        # argsort's indices are in range; mode="raise" would copy through a fresh buffer
+        values = np.take(subset_scores, order, out=workspace.array("values", m), mode="clip")
         subset_weight = None if weight is None else weight[in_subset][order]
-    keys = float_keys(values)  # ascending, as the values are
+    keys = float_keys(values, workspace.array("keys", m, np.uint64), workspace.array("key_scratch", m, np.uint64))
     mass = float(values.size) if weight is None else float(subset_weight.sum())
     # The windows' bins carry weights where any worker has them (decided in this same reduction), so each worker
     # sends its own: their sums where it has weights, its counts where not (a weight of 1 a row).
@@ -368,8 +372,10 @@ def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, hol
     rows, weight = row_weights
     if total[3:].any():  # the point rule: one-hot on the first row of A holding theta, on the first worker holding it
         first = int(np.flatnonzero(total[3:])[0])
-        if first == comm.rank:
-            rows, weight = np.flatnonzero(in_subset & (scores == theta))[:1], np.ones(1)
+        if first == comm.rank:  # it holds theta in A: the first such row, found in a kept mask
+            hit = np.logical_and(np.equal(scores, theta, out=workspace.array("hit", scores.size, bool)), in_subset,
+                                 out=workspace.array("hit", scores.size, bool))
+            rows, weight = np.array([hit.argmax()]), np.ones(1)
     grad, hess = own.numpy(), curvature.numpy()
     if logloss_weight:
         grad += log_terms[0].numpy()

@@ -87,10 +87,12 @@ class GradientHessian(NamedTuple):
     threshold: np.ndarray
 
 
-def _check_scores_labels(scores, labels):
+def _check_scores_labels(scores, labels, labels_known=None):
     """``(scores, labels)`` as 1-D float64 / NumPy arrays of one length, finite scores, binary labels.
 
     NaN or inf scores mean that boosting diverged: :class:`~quantile_surrogate._utils.errors.TrainingDivergedError`.
+    ``labels_known``: a :class:`~._workspace.Workspace` whose remembered labels, if they equal these, spare the
+    binary check (XGBoost passes the same labels every round); labels that pass are remembered there.
     """
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     labels = np.asarray(labels).reshape(-1)
@@ -100,7 +102,10 @@ def _check_scores_labels(scores, labels):
         finite = np.isfinite(scores)
         raise TrainingDivergedError("the boosting scores", f"in {int((~finite).sum())} of {scores.size} rows",
                                     remedy="raise `min_hessian`")
-    check_binary(labels, "labels")
+    if labels_known is None or not labels_known.known_labels(labels):
+        check_binary(labels, "labels")
+        if labels_known is not None:
+            labels_known.keep_labels(labels)
     return scores, labels
 
 
