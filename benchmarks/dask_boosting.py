@@ -365,15 +365,14 @@ def summary(frame: pd.DataFrame) -> str:
                      f"{row.dask_precision:.4f} | {row.single_precision:.4f} | "
                      f"{row.dask_fit_s:.1f} / {row.single_fit_s:.1f} | {row.dask_rounds_kept} / "
                      f"{row.single_rounds_kept} |")
-    for row in frame.itertuples():
-        if "replay_s" in frame and isinstance(row.replay_s, np.ndarray):
-            replayed = after_first(row.replay_s, row.rounds)
-            lines.append(f"\n{row.workers} workers, the quantile run's gradients replayed (`--replay`: the objective "
-                         f"free, {'the same trees' if row.replay_same_trees else 'NOT the same trees'}): "
-                         f"{mean_se(replayed)} s a round, "
-                         f"{row.replay_s_after_first / row.logloss_s_after_first:.2f} times `binary:logistic`'s "
-                         f"(the quantile objective's {row.quantile_s_after_first / row.logloss_s_after_first:.2f}); "
-                         f"leaves/tree {row.replay_leaves:.1f}.")
+    for row in frame.itertuples() if "replay_s" in frame else ():
+        replayed = after_first(row.replay_s, row.rounds)
+        lines.append(f"\n{row.workers} workers, the quantile run's gradients replayed (`--replay`: the objective "
+                     f"free, {'the same trees' if row.replay_same_trees else 'NOT the same trees'}): "
+                     f"{mean_se(replayed)} s a round, "
+                     f"{row.replay_s_after_first / row.logloss_s_after_first:.2f} times `binary:logistic`'s "
+                     f"(the quantile objective's {row.quantile_s_after_first / row.logloss_s_after_first:.2f}); "
+                     f"leaves/tree {row.replay_leaves:.1f}.")
     first = frame.iloc[0]
     repeats = int(first.get("repeats", 1))
     objectives = "four" if "replay_s" in frame else "three"
