@@ -83,6 +83,7 @@ from benchmarks._output import mean_se, names, out_problem, write_results  # noq
 from quantile_surrogate import DaskQuantileBoostingClassifier, QuantileBoostingClassifier  # noqa: E402
 from quantile_surrogate.boosting import xgboost_objective  # noqa: E402
 from quantile_surrogate.boosting._distributed import DISTRIBUTED_ESTIMATORS  # noqa: E402
+from quantile_surrogate.estimators._dask_paths import pin_partitions  # noqa: E402
 from quantile_surrogate.objectives import objective_metric  # noqa: E402
 
 FEATURES, INFORMATIVE = 20, 8
@@ -292,8 +293,10 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
     X_test, y_test = test
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=args.processes,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        X, y = client.persist(list(dask_data(args.rows, args.partitions, seed=args.seed)))
-        weight = client.persist(row_weights(y)) if args.weights else None
+        # Placed as the estimator's fit places them (consecutive partitions on the ranks), so that the timed
+        # xgboost.dask runs below grow the same trees from run to run as the estimator does.
+        X, y = pin_partitions(client, list(dask_data(args.rows, args.partitions, seed=args.seed)))
+        weight = pin_partitions(client, [row_weights(y)])[0] if args.weights else None
         start = time.perf_counter()
         model = DaskQuantileBoostingClassifier(client=client, **settings).fit(X, y, sample_weight=weight)
         fit_s = time.perf_counter() - start

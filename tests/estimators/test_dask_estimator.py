@@ -191,20 +191,75 @@ def test_row_weights_give_the_single_machine_weighted_model(client):
                                                                    abs=1e-12)
 
 
-@pytest.mark.parametrize("quantile", ["lower_mean", "interval", "harrell_davis"])
-def test_positional_estimators_train_on_dask_with_the_exact_threshold(client, quantile):
-    # Their tied rows take coefficients in worker order, and which worker holds which partition is Dask's
-    # choice: the model equals one machine's only when the ranks follow the partitions (the simulated workers'
-    # tests fix that order and check every row). What holds always: the fit runs on the workers' global
-    # threshold, and threshold_ is the exact quantile of its own training scores.
+def _placed(client, array, workers):
+    """``array`` as a Dask array of ``len(workers)`` equal row blocks, block ``i`` held by worker ``workers[i]``."""
+    ranks = _dask_paths.worker_ranks(client)
+    rows = array.shape[0] // len(workers)
+    futures = [client.scatter(array[i * rows:(i + 1) * rows], workers=[ranks[w]], hash=False)
+               for i, w in enumerate(workers)]
+    return da.concatenate([da.from_delayed(f, shape=(rows,) + array.shape[1:], dtype=array.dtype) for f in futures])
+
+
+def _pinned_contents(client):
+    """``{worker name: sorted block ids}`` of the pinned blocks each worker holds (a block's rows hold 1000 + its
+    id). XGBoost ranks the LocalCluster's workers by their names, 0 and 1."""
+    held = client.run(lambda dask_worker: sorted({int(np.asarray(value).flat[0]) - 1000 for key, value in
+                                                  dask_worker.data.items() if str(key).startswith("pinned-")
+                                                  and np.asarray(value).flat[0] >= 1000}))
+    return {info["name"]: held[address] for address, info in client.scheduler_info()["workers"].items()}
+
+
+def test_pin_partitions_puts_consecutive_blocks_on_the_ranks_balanced_by_rows(client):
+    # Blocks of 100, 50, 300, 50, 100 rows (middle rows at 8 %, 21 %, 50 %, 79 %, 92 %), placed by Dask the
+    # other way round: blocks 0-1 go to rank 0, 2-4 to rank 1 (the middle row of block 2 starts rank 1's half).
+    sizes = [100, 50, 300, 50, 100]
+    ids = np.repeat(1000 + np.arange(5.0), sizes)
+    blocks = [client.scatter(ids[sum(sizes[:i]):sum(sizes[:i + 1])], workers=[_dask_paths.worker_ranks(client)[1 - i % 2]],
+                             hash=False) for i in range(5)]
+    placed = da.concatenate([da.from_delayed(b, shape=(n,), dtype=ids.dtype) for b, n in zip(blocks, sizes)])
+    table = da.stack([placed, placed], axis=1).rechunk((tuple(sizes), 2))
+    pinned_ids, pinned_table = _dask_paths.pin_partitions(client, [placed, table])
+    assert pinned_ids.chunks == placed.chunks and pinned_table.chunks == table.chunks
+    np.testing.assert_array_equal(pinned_ids.compute(), ids)  # (computing waits for the pinned blocks)
+    np.testing.assert_array_equal(pinned_table.compute(), np.stack([ids, ids], axis=1))
+    assert _pinned_contents(client) == {0: [0, 1], 1: [2, 3, 4]}
+    del pinned_ids, pinned_table
+
+
+def test_the_model_does_not_depend_on_where_dask_placed_the_partitions(client):
+    # Continuous features: XGBoost's bins and histogram sums follow which worker holds which rows. Without
+    # the pinning, the interleaved placement grew other trees here (4,800 rows, 5 + 5 rounds).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4800, 4))
+    y = ((X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(size=4800)) > 1.0).astype(np.int64)
+    models = []
+    for workers in ([0, 0, 1, 1], [1, 0, 1, 0], [1, 1, 0, 0]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = DaskQuantileBoostingClassifier(client=client, early_stopping=False, **SETTINGS).fit(
+                _placed(client, X, workers), _placed(client, y, workers))
+        models.append((model.booster_.save_raw("json"), model.threshold_))
+    assert models[1] == models[0] and models[2] == models[0]
+
+
+@pytest.mark.parametrize("quantile", ["point", "lower_mean", "interval", "harrell_davis"])
+def test_positional_estimators_give_the_single_machine_model_wherever_dask_placed_the_rows(client, quantile):
+    # Their tied rows take gradients or coefficients in worker order, then row order; one machine in row order.
+    # fit pins the partitions in row order on the workers' ranks, so the two agree even when Dask held the
+    # blocks the other way round (without the pinning the margins differed by up to 2.8 here).
     X, y = _data(seed=4)
-    Xd, yd = da.from_array(X, chunks=(ROWS // 2, -1)), da.from_array(y, chunks=ROWS // 2)
+    bandwidth = {} if quantile == "point" else {"bandwidth": 0.1}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DaskQuantileBoostingClassifier(client=client, quantile=quantile, bandwidth=0.1, early_stopping=False,
-                                               **SETTINGS).fit(Xd, yd)
+        model = DaskQuantileBoostingClassifier(client=client, quantile=quantile, early_stopping=False, **bandwidth,
+                                               **SETTINGS).fit(_placed(client, X, [1, 0, 1, 0]),
+                                                               _placed(client, y, [1, 0, 1, 0]))
+        single = QuantileBoostingClassifier(backend="xgboost", quantile=quantile, early_stopping=False, **bandwidth,
+                                            **SETTINGS).fit(X, y)
         expected = constraint_threshold(_margins(model.booster_, X), y, objective="precision_at_recall", target=0.8)
-    assert model.threshold_ == expected and model.best_iteration_ == 5
+    np.testing.assert_allclose(_margins(model.booster_, X), _margins(single.booster_, X), rtol=0, atol=1e-9)
+    assert model.threshold_ == expected == pytest.approx(single.threshold_, abs=1e-9)
+    assert model.best_iteration_ == 5
 
 
 def test_weights_of_one_are_the_unweighted_fit_with_selection(client):

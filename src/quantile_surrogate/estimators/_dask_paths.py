@@ -3,6 +3,8 @@
 - :func:`dask_client`, :func:`as_dask_rows`, :func:`as_dask_labels`, :func:`as_dask_weights`: the client,
   and ``X`` / ``y`` / ``sample_weight`` as Dask arrays whose row blocks are the partitions (the units
   of the held-out selection);
+- :func:`pin_partitions`: the arrays computed with their row blocks on the workers in row order (the
+  same seed and cluster then give the same model, whatever placement Dask would choose);
 - :func:`take_partitions`: some partitions of an array, lazily (their blocks stay where they are);
 - :class:`DaskBoosting`: the calls of :class:`~quantile_surrogate.estimators._boosting_backends.XGBoostBackend`
   (a log-loss start, a continuation with ``xgb_model=``, margins) through ``xgboost.dask``, with
@@ -19,7 +21,8 @@ from .._utils.checks import (WEIGHT_NEGATIVE_MESSAGE, WEIGHT_NONFINITE_MESSAGE, 
                              WEIGHT_ZERO_MESSAGE)
 from ._threshold import NOT_2D_MESSAGE, refuse_text_columns
 
-__all__ = ["DaskBoosting", "as_dask_labels", "as_dask_rows", "as_dask_weights", "dask_client", "take_partitions",
+__all__ = ["DaskBoosting", "as_dask_labels", "as_dask_rows", "as_dask_weights", "dask_client", "pin_partitions",
+           "take_partitions", "worker_ranks",
            "DASK_INPUT_MESSAGE", "NO_CLIENT_MESSAGE", "DASK_MISSING_MESSAGE", "LABELS_LENGTH_MESSAGE"]
 
 #: ``TypeError`` for ``X`` or ``y`` that are not Dask collections (NumPy, pandas, lists).
@@ -133,6 +136,56 @@ def as_dask_weights(client, sample_weight, row_chunks):
     if not total > 0:
         raise ValueError(WEIGHT_ZERO_MESSAGE.format(name="sample_weight"))
     return weight
+
+
+def worker_ranks(client) -> list:
+    """The workers' addresses in the order ``xgboost.dask`` gives them ranks.
+
+    XGBoost (3.x, ``xgboost.dask.CommunicatorContext``) sorts its workers by the task id
+    ``"[xgboost.dask-{name}]:{address}"``; the same order here puts the first partitions on rank 0.
+    """
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return sorted(workers, key=lambda address: f"[xgboost.dask-{workers[address].get('name')}]:{address}")
+
+
+def _same(block):
+    return block
+
+
+def pin_partitions(client, arrays):
+    """``arrays`` (Dask arrays with the same row blocks) computed on the workers, block by block, with
+    block ``i`` of every array on the same worker: consecutive blocks, balanced by rows, on the workers
+    in :func:`worker_ranks` order (a block goes to the worker whose share of the rows holds its middle row).
+
+    Why: XGBoost's bins, its histogram sums and the order of the rows across workers (the point
+    quantile's tied rows) follow which worker holds which block, and Dask's own placement can change
+    from one ``persist`` to the next; fixed by the rows, the same seed on the same workers gives the same
+    model, and the rows' order across ranks is their order in ``X``. A block already on its worker is
+    used as it is; one elsewhere is copied there (the restriction is strict, as for ``xgboost.dask``'s
+    own training tasks).
+    Returns the arrays, each a concatenation of the computed blocks.
+    """
+    import dask.array as da
+    from dask import delayed
+    from dask.base import tokenize
+
+    workers = worker_ranks(client)
+    sizes = np.asarray(arrays[0].chunks[0], dtype=np.float64)
+    middle = (np.cumsum(sizes) - sizes / 2) / max(sizes.sum(), 1.0)
+    owner = np.minimum((middle * len(workers)).astype(np.int64), len(workers) - 1)
+    blocks = [array.to_delayed().ravel() for array in arrays]
+    futures = [[None] * len(owner) for _ in arrays]
+    for rank, address in enumerate(workers):
+        parts = [(a, i) for a in range(len(arrays)) for i in np.flatnonzero(owner == rank)]
+        # A key of its own per (block, worker): a key that exists already stays wherever it is. One
+        # computation per worker for all arrays, so that tasks they share (X and y drawn together) run once.
+        tasks = [delayed(_same, pure=True)(blocks[a][i], dask_key_name=f"pinned-{tokenize(blocks[a][i].key, address)}")
+                 for a, i in parts]
+        for (a, i), future in zip(parts, client.compute(tasks, workers=[address], allow_other_workers=False)):
+            futures[a][i] = future
+    return [da.concatenate([da.from_delayed(future, shape=(rows,) + array.shape[1:], dtype=array.dtype)
+                            for future, rows in zip(done, array.chunks[0])], axis=0)
+            for array, done in zip(arrays, futures)]
 
 
 def take_partitions(array, parts):

@@ -22,7 +22,8 @@ from ..objectives import get_objective, objective_metric
 from ..selection._scorer import FoldData, HeldOutCurve
 from ..selection._start_rule import select_rounds
 from ._boosting_backends import BACKENDS, make_backend
-from ._dask_paths import DaskBoosting, as_dask_labels, as_dask_rows, as_dask_weights, dask_client, take_partitions
+from ._dask_paths import (DaskBoosting, as_dask_labels, as_dask_rows, as_dask_weights, dask_client, pin_partitions,
+                          take_partitions)
 from ._dask_threshold import dask_constraint_threshold
 from ._threshold import ONE_CLASS_MESSAGE
 from .boosted import AUTO_BANDWIDTH_ROWS, FORM_MESSAGE, QuantileBoostingClassifier, adopt_booster
@@ -207,11 +208,13 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
     (``4 (n_iter_no_change + 1)`` bytes per held-out row). With ``early_stopping=False`` the model
     is ``QuantileBoostingClassifier(backend="xgboost", early_stopping=False)``'s on the gathered
     rows, up to float summation order (tests hold them to 1e-9 where XGBoost's bins coincide), for
-    the kernels; the point, ``lower_mean``, ``interval`` and ``harrell_davis`` estimates give tied
-    rows their coefficients in worker order, which follows the rows' only when Dask places the
-    partitions in order.
-    ``X`` and ``y`` are persisted on the workers during ``fit``; ``decision_function`` and ``predict``
-    return lazy Dask arrays. ``clone`` shares ``client``; pickling drops it (None: the default client).
+    every quantile estimator (the point, ``lower_mean``, ``interval`` and ``harrell_davis`` give tied
+    rows their coefficients in worker order, which ``fit`` makes the rows' order).
+    ``fit`` computes ``X``, ``y`` and ``sample_weight`` on the workers with consecutive row blocks,
+    balanced by rows, on the workers in XGBoost's rank order (copying a block that Dask put
+    elsewhere): the same seed on the same workers gives the same model whatever placement Dask chose.
+    ``decision_function`` and ``predict`` return lazy Dask arrays. ``clone`` shares ``client``;
+    pickling drops it (None: the default client).
 
     Examples
     --------
@@ -377,8 +380,9 @@ class DaskQuantileBoostingClassifier(ClassifierMixin, BaseEstimator):
         y = as_dask_labels(y, X.chunks[0])
         weight = None if sample_weight is None else as_dask_weights(client, sample_weight, X.chunks[0])
         self.classes_ = self._classes(client, y)
-        X, y01 = client.persist([X, (y == self.classes_[1]).astype(np.float64)])
-        weight = None if weight is None else client.persist(weight)
+        X, y01, *weight = pin_partitions(client, [X, (y == self.classes_[1]).astype(np.float64)]
+                                         + ([] if weight is None else [weight]))
+        weight = weight[0] if weight else None
         self.n_features_in_ = X.shape[1]
         if names is not None:
             self.feature_names_in_ = names
