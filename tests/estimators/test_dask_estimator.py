@@ -205,24 +205,28 @@ def _pinned_contents(client):
     id). XGBoost ranks the LocalCluster's workers by their names, 0 and 1."""
     held = client.run(lambda dask_worker: sorted({int(np.asarray(value).flat[0]) - 1000 for key, value in
                                                   dask_worker.data.items() if str(key).startswith("pinned-")
-                                                  and np.asarray(value).flat[0] >= 1000}))
+                                                  and np.size(value) and np.asarray(value).flat[0] >= 1000}))
     return {info["name"]: held[address] for address, info in client.scheduler_info()["workers"].items()}
 
 
 def test_pin_partitions_puts_consecutive_blocks_on_the_ranks_balanced_by_rows(client):
-    # Blocks of 100, 50, 300, 50, 100 rows (middle rows at 8 %, 21 %, 50 %, 79 %, 92 %), placed by Dask the
-    # other way round: blocks 0-1 go to rank 0, 2-4 to rank 1 (the middle row of block 2 starts rank 1's half).
-    sizes = [100, 50, 300, 50, 100]
-    ids = np.repeat(1000 + np.arange(5.0), sizes)
-    blocks = [client.scatter(ids[sum(sizes[:i]):sum(sizes[:i + 1])], workers=[_dask_paths.worker_ranks(client)[1 - i % 2]],
-                             hash=False) for i in range(5)]
+    # Blocks of 100, 50, 300, 0, 50, 100 rows (middle rows at 8 %, 21 %, 50 %, 75 %, 79 %, 92 %), placed by Dask
+    # the other way round: blocks 0-1 go to rank 0, 2-5 to rank 1 (the middle row of block 2 starts rank 1's
+    # half), and the empty block stays a block (its index names a partition).
+    sizes = [100, 50, 300, 0, 50, 100]
+    ids = np.repeat(1000 + np.arange(6.0), sizes)
+    ranks = _dask_paths.worker_ranks(client)
+    blocks = [client.scatter(ids[sum(sizes[:i]):sum(sizes[:i + 1])], workers=[ranks[1 - i % 2]], hash=False)
+              for i in range(6)]
     placed = da.concatenate([da.from_delayed(b, shape=(n,), dtype=ids.dtype) for b, n in zip(blocks, sizes)])
+    placed = placed.rechunk((tuple(sizes),))  # (concatenate drops the empty block)
     table = da.stack([placed, placed], axis=1).rechunk((tuple(sizes), 2))
     pinned_ids, pinned_table = _dask_paths.pin_partitions(client, [placed, table])
-    assert pinned_ids.chunks == placed.chunks and pinned_table.chunks == table.chunks
+    assert pinned_ids.chunks == placed.chunks == (tuple(sizes),) and pinned_table.chunks == table.chunks
     np.testing.assert_array_equal(pinned_ids.compute(), ids)  # (computing waits for the pinned blocks)
     np.testing.assert_array_equal(pinned_table.compute(), np.stack([ids, ids], axis=1))
-    assert _pinned_contents(client) == {0: [0, 1], 1: [2, 3, 4]}
+    np.testing.assert_array_equal(pinned_ids.blocks[4].compute(), np.full(50, 1004.0))
+    assert _pinned_contents(client) == {0: [0, 1], 1: [2, 4, 5]}
     del pinned_ids, pinned_table
 
 

@@ -165,7 +165,6 @@ def pin_partitions(client, arrays):
     own training tasks).
     Returns the arrays, each a concatenation of the computed blocks.
     """
-    import dask.array as da
     from dask import delayed
     from dask.base import tokenize
 
@@ -183,9 +182,19 @@ def pin_partitions(client, arrays):
                  for a, i in parts]
         for (a, i), future in zip(parts, client.compute(tasks, workers=[address], allow_other_workers=False)):
             futures[a][i] = future
-    return [da.concatenate([da.from_delayed(future, shape=(rows,) + array.shape[1:], dtype=array.dtype)
-                            for future, rows in zip(done, array.chunks[0])], axis=0)
-            for array, done in zip(arrays, futures)]
+    return [_from_futures(done, array) for array, done in zip(arrays, futures)]
+
+
+def _from_futures(futures, like):
+    """A Dask array with ``like``'s chunks whose row block ``i`` is ``futures[i]`` (empty blocks kept, as
+    ``da.concatenate`` would not: the blocks' indices are the partitions' names)."""
+    from dask.array.core import Array
+    from dask.base import tokenize
+
+    name = "pinned-" + tokenize([future.key for future in futures])
+    rest = (0,) * (like.ndim - 1)
+    return Array({(name, i) + rest: future for i, future in enumerate(futures)}, name, chunks=like.chunks,
+                 dtype=like.dtype)
 
 
 def take_partitions(array, parts):
