@@ -230,6 +230,22 @@ def test_pin_partitions_puts_consecutive_blocks_on_the_ranks_balanced_by_rows(cl
     del pinned_ids, pinned_table
 
 
+def test_worker_ranks_is_the_order_xgboost_gives_its_workers(client):
+    # pin_partitions relies on it to put the first rows on rank 0: ask XGBoost's collective on each worker.
+    def objective(margins, dtrain):  # (a copy runs on each worker: it leaves the rank on the worker)
+        distributed.get_worker().xgboost_rank_seen = xgb.collective.get_rank()
+        return np.zeros_like(margins), np.ones_like(margins)
+
+    X, y = _data()
+    Xd, yd = da.from_array(X, chunks=(ROWS // 4, -1)), da.from_array(y, chunks=ROWS // 4)
+    Xd, yd = _dask_paths.pin_partitions(client, [Xd, yd.astype(np.float64)])
+    from xgboost import dask as dxgb
+
+    dxgb.train(client, {"nthread": 1}, dxgb.DaskDMatrix(client, Xd, yd), num_boost_round=1, obj=objective)
+    seen = client.run(lambda dask_worker: getattr(dask_worker, "xgboost_rank_seen", None))
+    assert sorted(seen, key=seen.get) == _dask_paths.worker_ranks(client) and sorted(seen.values()) == [0, 1]
+
+
 def test_the_model_does_not_depend_on_where_dask_placed_the_partitions(client):
     # Continuous features: XGBoost's bins and histogram sums follow which worker holds which rows. Without
     # the pinning, the interleaved placement grew other trees here (4,800 rows, 5 + 5 rounds).
