@@ -143,9 +143,15 @@ def worker_ranks(client) -> list:
 
     XGBoost (3.x, ``xgboost.dask.CommunicatorContext``) sorts its workers by the task id
     ``"[xgboost.dask-{name}]:{address}"``; the same order here puts the first partitions on rank 0.
+    Each worker reports its own name (``scheduler_info`` lists only 5 workers by default since
+    distributed 2025.4, and older releases take no ``n_workers``).
     """
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    return sorted(workers, key=lambda address: f"[xgboost.dask-{workers[address].get('name')}]:{address}")
+    names = client.run(_worker_name)
+    return sorted(names, key=lambda address: f"[xgboost.dask-{names[address]}]:{address}")
+
+
+def _worker_name(dask_worker):
+    return dask_worker.name
 
 
 def _same(block):
