@@ -168,8 +168,7 @@ def pin_partitions(client, arrays):
     from one ``persist`` to the next; fixed by the rows, the same seed on the same workers gives the same
     model, and the rows' order across ranks is their order in ``X``. A block already on its worker is
     used as it is; one elsewhere is copied there (the restriction is strict, as for ``xgboost.dask``'s
-    own training tasks).
-    Returns the arrays, each a concatenation of the computed blocks.
+    own training tasks). Returns the arrays, each made of its computed blocks, with its own chunks.
     """
     from dask import delayed
     from dask.base import tokenize
