@@ -373,8 +373,8 @@ def _gradient_hessian(comm, scores, positive, negatives, theta, row_weights, hol
     if total[3:].any():  # the point rule: one-hot on the first row of A holding theta, on the first worker holding it
         first = int(np.flatnonzero(total[3:])[0])
         if first == comm.rank:  # it holds theta in A: the first such row, found in a kept mask
-            hit = np.logical_and(np.equal(scores, theta, out=workspace.array("hit", scores.size, bool)), in_subset,
-                                 out=workspace.array("hit", scores.size, bool))
+            hit = np.equal(scores, theta, out=workspace.array("hit", scores.size, bool))
+            np.logical_and(hit, in_subset, out=hit)
             rows, weight = np.array([hit.argmax()]), np.ones(1)
     grad, hess = own.numpy(), curvature.numpy()
     if logloss_weight:

@@ -183,7 +183,7 @@ def pin_partitions(client, arrays):
         parts = [(a, i) for a in range(len(arrays)) for i in np.flatnonzero(owner == rank)]
         # A key of its own per (block, worker): a key that exists already stays wherever it is. One
         # computation per worker for all arrays, so that tasks they share (X and y drawn together) run once.
-        tasks = [delayed(_same, pure=True)(blocks[a][i], dask_key_name=f"pinned-{tokenize(blocks[a][i].key, address)}")
+        tasks = [delayed(_same)(blocks[a][i], dask_key_name=f"pinned-{tokenize(blocks[a][i].key, address)}")
                  for a, i in parts]
         for (a, i), future in zip(parts, client.compute(tasks, workers=[address], allow_other_workers=False)):
             futures[a][i] = future
