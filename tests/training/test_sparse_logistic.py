@@ -1,7 +1,8 @@
-"""The logistic start on very many sparse columns by SciPy's L-BFGS-B (quantile_surrogate.training._sparse_logistic).
+"""The logistic start on very many sparse columns by a truncated Newton method (quantile_surrogate.training._sparse_logistic).
 
-References: torch autograd of the same objective in float64 (value and gradient), scikit-learn's
-``LogisticRegression`` (the solution), and the torch L-BFGS path of ``fit_logistic`` (the objective it reaches).
+References: torch autograd of the same objective in float64 (value, gradient and Hessian-vector
+product), NumPy's dense solve (the conjugate gradients' step), scikit-learn's ``LogisticRegression``
+(the solution), and the torch L-BFGS path of ``fit_logistic`` (the objective it reaches).
 """
 
 import numpy as np
@@ -52,6 +53,74 @@ def test_objective_and_gradient_equal_torch_autograd(seed, weighted, bias, alpha
     np.testing.assert_allclose(gradient, reference_gradient, rtol=1e-10, atol=1e-12)
 
 
+def _torch_hessian(X, y, theta, alpha, weights, bias):
+    """The objective's Hessian by torch autograd on the dense matrix, float64."""
+    def value(t):
+        d = X.shape[1]
+        scores = torch.as_tensor(X.toarray(), dtype=torch.float64) @ t[:d] + (t[d] if bias else 0.0)
+        target = torch.as_tensor(y, dtype=torch.float64)
+        weight = None if weights is None else torch.as_tensor(weights, dtype=torch.float64)
+        data = torch.nn.functional.binary_cross_entropy_with_logits(scores, target, weight=weight, reduction="sum")
+        return data / (len(y) if weights is None else weight.sum()) + 0.5 * alpha * (t[:d] ** 2).sum()
+    return torch.autograd.functional.hessian(value, torch.tensor(theta, dtype=torch.float64)).numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), weighted=st.booleans(), bias=st.booleans(), alpha=st.sampled_from([0.0, 0.01, 1.0]),
+       scale=st.sampled_from([0.1, 3.0, 40.0]))
+def test_hessian_product_equals_torch_autograd_at_the_last_point(seed, weighted, bias, alpha, scale):
+    rng = np.random.default_rng(seed)
+    X = sp.random(30, 7, density=0.4, format="csr", random_state=seed, dtype=np.float64)
+    y = rng.integers(0, 2, size=30).astype(np.float64)
+    weights = rng.integers(0, 4, size=30).astype(np.float64) + 0.5 if weighted else None
+    theta, elsewhere = (scale * rng.standard_normal(7 + bias) for _ in range(2))
+    direction = rng.standard_normal(7 + bias)
+    problem = logistic_objective(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
+    problem(elsewhere)
+    problem(theta)  # the curvature is taken at the last point called
+    problem.set_curvature()
+    product = problem.hessian_product(direction, np.empty(7 + bias))
+    reference = _torch_hessian(X, y, theta, alpha, weights, bias) @ direction
+    np.testing.assert_allclose(product, reference, rtol=1e-10, atol=1e-13)
+
+
+def test_conjugate_gradients_solve_the_newton_system():
+    X, y = sparse_classification(200, 12, density=0.5, seed=3)
+    problem = logistic_objective(transposed_view(csr_tensor(X)), y.astype(np.float64), 0.01)
+    theta = np.random.default_rng(0).standard_normal(13)
+    _, gradient = problem(theta)
+    problem.set_curvature()
+    step, *buffers = (np.empty(13) for _ in range(4))
+    _sparse_logistic._conjugate_gradient(problem, gradient.copy(), step, *buffers, tolerance=1e-12)
+    hessian = _torch_hessian(X, y.astype(np.float64), theta, 0.01, None, True)
+    np.testing.assert_allclose(step, np.linalg.solve(hessian, -gradient), rtol=1e-8, atol=1e-10)
+    # A loose tolerance stops at the first iterate within it: the residual is within it, a tighter one is not.
+    _sparse_logistic._conjugate_gradient(problem, gradient.copy(), step, *buffers, tolerance=0.5 * np.linalg.norm(gradient))
+    residual = np.linalg.norm(hessian @ step + gradient)
+    assert residual <= 0.5 * np.linalg.norm(gradient) and step @ gradient < 0
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_newton_cg_decreases_at_every_step_and_reaches_scikit_learn(monkeypatch, bias):
+    # Features scaled by 30 and a start far out: full Newton steps overshoot, so the backtracking must act.
+    X, y = sparse_classification(400, 30, density=0.3, seed=5)
+    X = 30 * X
+    problem = logistic_objective(transposed_view(csr_tensor(X)), y.astype(np.float64), 1 / 400, bias=bias)
+    values, call = [], problem.__call__
+    monkeypatch.setattr(type(problem), "__call__", lambda self, t: values.append(call(t)[0]) or (values[-1], self.gradient))
+    start = np.random.default_rng(1).standard_normal(30 + bias)
+    solution, value = _sparse_logistic.newton_cg(problem, start, max_iter=200, max_fun=250)
+    accepted = [values[0]]
+    for v in values[1:]:  # the values of the accepted points: each below the last accepted one
+        if v <= accepted[-1]:
+            accepted.append(v)
+    assert value == accepted[-1] == min(values) and len(values) > len(accepted)  # at least one step was halved
+    reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=5000, fit_intercept=bias).fit(X, y)
+    np.testing.assert_allclose(solution[:30], reference.coef_.ravel(), atol=1e-6)
+    if bias:
+        np.testing.assert_allclose(solution[30], reference.intercept_[0], atol=1e-6)
+
+
 def test_objective_on_a_float32_matrix_is_the_objective_of_its_values():
     # Its products run in float32 (no float64 copy of the values): float32 rounding, float64 value and gradient.
     X, y = sparse_classification(200, 30)
@@ -66,20 +135,19 @@ def test_objective_on_a_float32_matrix_is_the_objective_of_its_values():
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_fit_logistic_where_the_history_is_cut_solves_logistic_regression(monkeypatch, weighted, dtype):
-    # With no history budget beyond half the matrix, 20 pairs of 2,001 weights outweigh it: SciPy's path.
+    # With no history budget beyond half the matrix, 20 pairs of 2,001 weights outweigh it: the Newton path.
     monkeypatch.setattr(models, "LBFGS_HISTORY_BYTES", 0)
     X, y = sparse_classification(3000, 2000, density=0.01, seed=1)
     weights = np.random.default_rng(2).integers(1, 4, size=3000).astype(np.float64) if weighted else None
     Xt = csr_tensor(X.astype(np.float32) if dtype == torch.float32 else X)
     model = linear_scorer(2000).to(dtype)
     assert models.lbfgs_history(model, Xt) < models.LBFGS_HISTORY and takes_sparse_start(model, Xt)
-    calls, minimize = [], _sparse_logistic.scipy.optimize.minimize
-    monkeypatch.setattr(_sparse_logistic.scipy.optimize, "minimize",
-                        lambda *a, **k: calls.append(k["options"].get("maxcor")) or minimize(*a, **k))
+    calls, newton = [], _sparse_logistic.newton_cg
+    monkeypatch.setattr(_sparse_logistic, "newton_cg", lambda *a, **k: calls.append(k["max_fun"]) or newton(*a, **k))
     alpha = 1 / (3000 if weights is None else weights.sum())
     value = fit_logistic(model, Xt, torch.as_tensor(y), alpha=alpha,
                          sample_weight=None if weights is None else torch.as_tensor(weights, dtype=dtype))
-    assert calls == [models.lbfgs_history(model, Xt)]  # SciPy's L-BFGS-B with the history's pairs
+    assert calls == [250]  # the Newton path, with 1.25 times max_iter (200) evaluations
     reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=5000).fit(X, y, sample_weight=weights)
     tolerance = 1e-4 if dtype == torch.float64 else 1e-3
     np.testing.assert_allclose(model.weight.detach().double().numpy(), reference.coef_, atol=tolerance)
@@ -90,7 +158,7 @@ def test_fit_logistic_where_the_history_is_cut_solves_logistic_regression(monkey
     assert value == pytest.approx(by_hand, rel=1e-6)
 
 
-def test_only_a_linear_model_on_cpu_sparse_rows_with_a_cut_history_takes_scipy(monkeypatch):
+def test_only_a_linear_model_on_cpu_sparse_rows_with_a_cut_history_takes_the_newton_path(monkeypatch):
     calls = []
     monkeypatch.setattr(models, "fit_sparse_linear_logistic", lambda *a, **k: calls.append(1) or 0.0)
     X, y = sparse_classification(300, 40)

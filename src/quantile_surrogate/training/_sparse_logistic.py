@@ -1,4 +1,4 @@
-"""The logistic start of a linear model on very many sparse columns: SciPy's L-BFGS-B on the matrix's own arrays.
+"""The logistic start of a linear model on very many sparse columns: a truncated Newton method on the matrix's own arrays.
 
 :func:`~quantile_surrogate.training.models.fit_logistic` comes here where
 :func:`~quantile_surrogate.training.models.lbfgs_history` shortens the history, that is where 20
@@ -10,28 +10,45 @@ on a CSR matrix on the CPU. The problem is the same,
         + \\frac{\\alpha}{2} \\|w\\|^2, \\qquad z = X w + b,
 
 (``v`` the row weights, 1 without them), its gradient :math:`X^T r + \\alpha w` and :math:`\\sum_i r_i`
-with :math:`r_i = v_i (\\sigma(z_i) - y_i) / \\sum_j v_j`. Why another solver: torch's L-BFGS
-allocates a dozen weight-sized vectors afresh at every evaluation of its line search, and glibc keeps
-most of the freed blocks: on the memory benchmark's 10^6 x 10^6 matrix (10^7 entries) the resident set
-grew by 3.1 times the matrix over one start while its allocations grew by 1.4 times, and the whole fit
-peaked at 5.4-5.6 times. SciPy's L-BFGS-B allocates its workspace once, and the objective below writes
-into row-sized buffers made once, so the resident set follows the allocations (1.8 times for a start,
-3.7-3.9 for the fit; ``results/sparse_data/memory.md``). The products read the tensor's own arrays
-(:func:`~quantile_surrogate.training._sparse_linear.transposed_view`). Same stopping rules as the torch path: the largest gradient entry below ``1e-9``, a change of the
-objective below ``1e-12`` (relative to ``max(|f|, 1)``), ``max_iter`` iterations and
-``1.25 max_iter`` evaluations, ``history`` pairs.
+with :math:`r_i = v_i (\\sigma(z_i) - y_i) / \\sum_j v_j`, and its Hessian times a direction
+:math:`(p, q)`: :math:`X^T (c \\odot u) + \\alpha p` and :math:`\\sum_i c_i u_i`, with
+:math:`u = X p + q` and :math:`c_i = v_i \\sigma(z_i) (1 - \\sigma(z_i)) / \\sum_j v_j`.
+
+Why another solver: memory. Torch's L-BFGS allocates a dozen weight-sized vectors afresh at every
+evaluation of its line search and glibc keeps most of the freed blocks (the memory benchmark's fit on a
+10^6 x 10^6 matrix with 10^7 entries peaked at 5.4-5.6 times the matrix); SciPy's L-BFGS-B, which
+followed, holds 25 weight vectors at its peak with 4 pairs (3.7-3.9 times), and SciPy's Newton-CG 23
+(3.3-3.5 times). :func:`newton_cg` holds seven (the iterate, a trial point, the gradient, the step, and
+conjugate gradients' residual, direction and Hessian product), updated in place, and the objective
+four row-sized buffers made once: ``results/sparse_data/memory.md``. The Newton step solves
+:math:`H s = -g` by conjugate gradients to the relative residual :math:`\\min(0.5, \\sqrt{\\|g\\|})`
+(SciPy's forcing sequence), then backtracks from the full step until Armijo's condition holds.
+Stopping rules as the torch path's: the largest gradient entry below ``1e-9``, a change of the
+objective below ``1e-12`` (relative to ``max(|f|, 1)``), ``max_iter`` iterations and ``1.25 max_iter``
+evaluations of the objective. The products read the tensor's own arrays
+(:func:`~quantile_surrogate.training._sparse_linear.transposed_view`).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-import scipy.optimize
+import scipy.linalg.blas
 import torch
 from torch import nn
 
 from ._sparse_linear import transposed_view
 
-__all__ = ["takes_sparse_start", "logistic_objective", "fit_sparse_linear_logistic"]
+__all__ = ["takes_sparse_start", "logistic_objective", "newton_cg", "fit_sparse_linear_logistic"]
+
+CG_MAX_ITER = 100
+"""Conjugate-gradient iterations at most per Newton step (each is two products with the matrix)."""
+
+ARMIJO = 1e-4
+"""The sufficient decrease of the backtracking line search: ``f(x + t s) <= f(x) + ARMIJO t g.s``."""
+
+_axpy = scipy.linalg.blas.daxpy  # y += a x in place, without a temporary
 
 
 def takes_sparse_start(model: nn.Module, X: torch.Tensor) -> bool:
@@ -40,67 +57,160 @@ def takes_sparse_start(model: nn.Module, X: torch.Tensor) -> bool:
             and model.out_features == 1 and all(p.requires_grad for p in model.parameters()))
 
 
-def logistic_objective(columns, labels: np.ndarray, alpha: float, weights: np.ndarray | None = None,
-                       bias: bool = True):
-    """``theta -> (value, gradient)`` of the problem above, ``theta = (w, b)`` (``w`` alone without ``bias``).
+class LogisticProblem:
+    """The problem above on ``columns = X^T`` (a SciPy matrix whose products keep its own float32 or float64).
 
-    ``columns`` is ``X^T`` as a SciPy matrix (its products keep its own float32 or float64); the value and
-    gradient are float64, the gradient one array rewritten at every call (L-BFGS-B copies it). The
-    elementwise terms are torch's in-place operations on buffers made once: NumPy's ``logaddexp`` and
-    SciPy's ``expit`` took 19 ms a call on 10^6 rows (one thread; these 5 ms) and made the benchmark's fit
-    about 20 % slower than with torch's L-BFGS; torch's ``binary_cross_entropy_with_logits`` makes row-sized temporaries.
+    Calling it with ``theta = (w, b)`` (``w`` alone without ``bias``) gives ``(value, gradient)``, float64,
+    the gradient one array rewritten at every call; :meth:`hessian_product` is the Hessian at the point
+    of the last call. The elementwise terms are torch's in-place operations on buffers made once: NumPy's
+    ``logaddexp`` and SciPy's ``expit`` took 19 ms a call on 10^6 rows (one thread; these 5 ms);
+    torch's ``binary_cross_entropy_with_logits`` makes row-sized temporaries.
     """
-    d, n = columns.shape
-    total = float(n if weights is None else weights.sum())
-    z, residual, gradient = np.empty(n), np.empty(n), np.empty(d + bias)
-    scores, residuals, target = torch.from_numpy(z), torch.from_numpy(residual), torch.from_numpy(labels)
-    losses, weight_gradient = torch.empty(n, dtype=torch.float64), torch.from_numpy(gradient[:d])
-    weight = None if weights is None else torch.from_numpy(weights)
 
-    def objective(theta):
-        w = theta[:d]
-        np.copyto(z, columns.T @ w.astype(columns.dtype, copy=False))
-        if bias:
-            np.add(z, theta[d], out=z)
+    def __init__(self, columns, labels: np.ndarray, alpha: float, weights: np.ndarray | None = None,
+                 bias: bool = True):
+        d, n = columns.shape
+        self.columns, self.alpha, self.bias, self.d = columns, float(alpha), bias, d
+        self.total = float(n if weights is None else weights.sum())
+        self.z = None  # the scores X w + b of the last call
+        self.residual, self.scratch, self.gradient = np.empty(n), np.empty(n), np.empty(d + bias)
+        self.curvature = None  # c of the module docstring, made at the first set_curvature
+        self.target, self.weight = torch.from_numpy(labels), None if weights is None else torch.from_numpy(weights)
+
+    def _times_x(self, w: np.ndarray, shift: float) -> np.ndarray:
+        """``X w + shift`` (``shift`` the bias or its direction), float64: SciPy's product, a fresh array."""
+        out = np.asarray(self.columns.T @ w.astype(self.columns.dtype, copy=False), dtype=np.float64)
+        if self.bias:
+            np.add(out, shift, out=out)
+        return out
+
+    def _times_columns(self, rows: np.ndarray, direction: np.ndarray, out: np.ndarray) -> None:
+        """``out = (X^T rows + alpha direction, sum(rows))``."""
+        np.copyto(out[:self.d], self.columns @ rows.astype(self.columns.dtype, copy=False))
+        _axpy(direction[:self.d], out[:self.d], a=self.alpha)
+        if self.bias:
+            out[self.d] = rows.sum()
+
+    def __call__(self, theta: np.ndarray):
+        w = theta[:self.d]
+        self.z = None  # the old scores go before the new are made: one row-sized array fewer at the peak
+        self.z = self._times_x(w, theta[self.d] if self.bias else 0.0)
+        scores, residuals, losses = (torch.from_numpy(a) for a in (self.z, self.residual, self.scratch))
         # log(1 + e^z) - y z as max(z, 0) + log1p(e^-|z|) - y z: no overflow, and in place (no row-sized temporary)
         torch.abs(scores, out=losses).neg_().exp_().log1p_()
-        losses.add_(torch.clamp(scores, min=0.0, out=residuals)).sub_(torch.mul(target, scores, out=residuals))
-        if weight is not None:
-            losses.mul_(weight)
-        value = float(losses.sum()) / total + 0.5 * alpha * float(w @ w)
-        torch.sigmoid(scores, out=residuals).sub_(target)
-        if weight is not None:
-            residuals.mul_(weight)
-        residuals.div_(total)
-        np.copyto(gradient[:d], columns @ residual.astype(columns.dtype, copy=False))
-        weight_gradient.add_(torch.from_numpy(w), alpha=alpha)
-        if bias:
-            gradient[d] = residual.sum()
-        return value, gradient
+        losses.add_(torch.clamp(scores, min=0.0, out=residuals)).sub_(torch.mul(self.target, scores, out=residuals))
+        if self.weight is not None:
+            losses.mul_(self.weight)
+        value = float(losses.sum()) / self.total + 0.5 * self.alpha * float(w @ w)
+        torch.sigmoid(scores, out=residuals).sub_(self.target)
+        if self.weight is not None:
+            residuals.mul_(self.weight)
+        residuals.div_(self.total)
+        self._times_columns(self.residual, theta, self.gradient)
+        return value, self.gradient
 
-    return objective
+    def set_curvature(self) -> None:
+        """Take ``c`` at the point of the last call (its scores ``z`` are kept) for :meth:`hessian_product`."""
+        if self.curvature is None:
+            self.curvature = np.empty_like(self.residual)
+        curvature, scores = torch.from_numpy(self.curvature), torch.from_numpy(self.z)
+        torch.neg(scores, out=curvature).sigmoid_()  # 1 - sigma(z), then times sigma(z): no row-sized temporary
+        curvature.mul_(torch.sigmoid(scores, out=torch.from_numpy(self.scratch)))
+        if self.weight is not None:
+            curvature.mul_(self.weight)
+        curvature.div_(self.total)
+
+    def hessian_product(self, direction: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``out = H direction``, ``H`` the Hessian where :meth:`set_curvature` was last called."""
+        rows = self._times_x(direction[:self.d], direction[self.d] if self.bias else 0.0)
+        np.multiply(rows, self.curvature, out=rows)
+        self._times_columns(rows, direction, out)
+        return out
+
+
+def logistic_objective(columns, labels: np.ndarray, alpha: float, weights: np.ndarray | None = None,
+                       bias: bool = True) -> LogisticProblem:
+    """``theta -> (value, gradient)`` of the problem above (a :class:`LogisticProblem`)."""
+    return LogisticProblem(columns, labels, alpha, weights, bias)
+
+
+def _conjugate_gradient(problem: LogisticProblem, gradient, step, residual, direction, product, tolerance: float):
+    """``step`` ~ ``-H^{-1} gradient`` by conjugate gradients from 0, to ``|H step + gradient| <= tolerance``.
+
+    Stops early at a direction of no curvature (``alpha = 0``); with no step made it is ``-gradient``.
+    """
+    step.fill(0.0)
+    np.negative(gradient, out=residual)
+    np.copyto(direction, residual)
+    squared = float(residual @ residual)
+    for _ in range(CG_MAX_ITER):
+        if math.sqrt(squared) <= tolerance:
+            break
+        curvature = float(direction @ problem.hessian_product(direction, product))
+        if not curvature > 0.0:
+            break
+        size = squared / curvature
+        _axpy(direction, step, a=size)
+        _axpy(product, residual, a=-size)
+        squared, previous = float(residual @ residual), squared
+        direction *= squared / previous
+        direction += residual
+    if not step.any():
+        np.negative(gradient, out=step)
+
+
+def newton_cg(problem: LogisticProblem, theta: np.ndarray, *, max_iter: int, max_fun: int, gtol: float = 1e-9,
+              ftol: float = 1e-12) -> tuple[np.ndarray, float]:
+    """Minimise ``problem`` from ``theta`` (float64; used as one of the buffers) by the truncated Newton method above.
+
+    Returns ``(solution, value there)``.
+    """
+    theta = np.ascontiguousarray(theta, dtype=np.float64)  # BLAS axpy writes in place only into such arrays
+    value, gradient = problem(theta)
+    gradient, evaluations = gradient.copy(), 1
+    trial, step, residual, direction, product = (np.empty_like(theta) for _ in range(5))
+    for _ in range(max_iter):
+        if max(gradient.max(), -gradient.min()) <= gtol:  # the largest |entry|, without an absolute copy
+            break
+        problem.set_curvature()
+        norm = float(np.linalg.norm(gradient))
+        _conjugate_gradient(problem, gradient, step, residual, direction, product, min(0.5, math.sqrt(norm)) * norm)
+        slope, size = float(gradient @ step), 1.0
+        while True:  # backtracking from the full Newton step
+            np.copyto(trial, theta)
+            _axpy(step, trial, a=size)
+            new, new_gradient = problem(trial)
+            evaluations += 1
+            if new <= value + ARMIJO * size * slope or evaluations >= max_fun:
+                break
+            size /= 2
+        if not new <= value:  # no decrease within the evaluations left: stay where it was
+            break
+        theta, trial = trial, theta
+        value, change = new, value - new
+        np.copyto(gradient, new_gradient)
+        if change <= ftol * max(abs(value), 1.0) or evaluations >= max_fun:
+            break
+    return theta, value
 
 
 def fit_sparse_linear_logistic(model: nn.Linear, X: torch.Tensor, y: torch.Tensor, *, alpha: float, max_iter: int,
-                               history: int, sample_weight: torch.Tensor | None = None) -> float:
+                               sample_weight: torch.Tensor | None = None) -> float:
     """Fit ``model`` (one output, :func:`takes_sparse_start`) in place from its current parameters.
 
     Returns the objective at the solution (float64).
     """
     d, bias = X.shape[1], model.bias is not None
-    objective = logistic_objective(
+    problem = LogisticProblem(
         transposed_view(X), y.detach().numpy().astype(np.float64), alpha,
         None if sample_weight is None else sample_weight.detach().numpy().astype(np.float64), bias)
     start = [model.weight.detach().reshape(-1)] + ([model.bias.detach().reshape(-1)] if bias else [])
-    result = scipy.optimize.minimize(
-        objective, torch.cat(start).double().numpy(), jac=True, method="L-BFGS-B",
-        options={"maxcor": history, "maxiter": max_iter, "maxfun": max_iter * 5 // 4, "gtol": 1e-9, "ftol": 1e-12,
-                 "maxls": 25},
-    )
-    solution = torch.from_numpy(result.x)
+    solution, value = newton_cg(problem, torch.cat(start).double().numpy(), max_iter=max_iter,
+                                max_fun=max_iter * 5 // 4)
+    solution = torch.from_numpy(solution)
     torch.clear_autocast_cache()  # parameters change in place: no stale autocast copy (training._steps.parameters_changed)
     with torch.no_grad():
         model.weight.copy_(solution[:d].reshape(model.weight.shape))
         if bias:
             model.bias.copy_(solution[d:])
-    return float(result.fun)
+    return float(value)

@@ -198,9 +198,9 @@ def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
     On sparse data the parameters can outnumber the stored entries (10^6 columns with 10 entries a row):
     20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to what
     half the matrix or 64 MiB weighs (4 pairs there; 7 with the whole matrix's weight). Where it is cut,
-    :func:`fit_logistic` fits a linear model by SciPy's L-BFGS-B (``training._sparse_logistic``): the
-    fit's peak resident memory 3.7-3.9x the matrix against 5.4-5.6x with torch's L-BFGS
-    (``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
+    :func:`fit_logistic` fits a linear model by a truncated Newton method (``training._sparse_logistic``): the
+    fit's peak resident memory 2.8-2.9x the matrix against 3.7-3.9x with SciPy's L-BFGS-B and 5.4-5.6x with
+    torch's L-BFGS (``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
     keeps 20: the same fit as before, and as on the dense copy of a small sparse matrix.
     """
     values = X.values() if X.layout == torch.sparse_csr else X
@@ -224,10 +224,10 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     For a linear model and ``alpha = 1 / N`` this is scikit-learn's ``LogisticRegression(C=1)``.
     Not in the paper, which starts at random: this is the ``init="logistic"`` start of
     :func:`~quantile_surrogate.training.train`. Where :func:`lbfgs_history` shortens the history (weights
-    that outweigh 64 MiB and half a sparse ``X``), a linear model on a CPU sparse ``X`` is fitted by SciPy's
-    L-BFGS-B with the same pairs and stopping rules instead, which allocates its workspace once
+    that outweigh 64 MiB and half a sparse ``X``), a linear model on a CPU sparse ``X`` is fitted by a
+    truncated Newton method with the same stopping rules instead, which holds seven weight-sized vectors
     (:mod:`~quantile_surrogate.training._sparse_logistic`: torch's L-BFGS made the process's memory grow by
-    twice what it allocated there).
+    twice what it allocated there, and SciPy's L-BFGS-B holds 25).
 
     Parameters
     ----------
@@ -240,7 +240,7 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     alpha : float >= 0
         The L2 penalty on the weight matrices.
     max_iter : int, default=200
-        L-BFGS iterations.
+        L-BFGS iterations (Newton iterations on the path for very many sparse columns).
     sample_weight : Tensor of shape (N,), optional
         Frequency weights: the mean becomes :math:`\sum_i w_i \log(\dots) / \sum_i w_i`,
         the mean over the rows repeated ``w_i`` times.
@@ -269,7 +269,7 @@ def fit_logistic(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, alpha: f
     """
     history = lbfgs_history(model, X)
     if history < LBFGS_HISTORY and takes_sparse_start(model, X):  # weights outweigh the history's budget
-        return fit_sparse_linear_logistic(model, X, y, alpha=alpha, max_iter=max_iter, history=history,
+        return fit_sparse_linear_logistic(model, X, y, alpha=alpha, max_iter=max_iter,
                                           sample_weight=sample_weight)
     weights, _ = decayed_parameters(model)
     target = y.to(X.dtype)
