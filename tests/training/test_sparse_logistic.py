@@ -23,17 +23,36 @@ from tests._data import sparse_classification
 torch.set_num_threads(1)
 
 
-def _torch_objective(X, y, theta, alpha, weights, bias):
-    """The same objective by torch autograd on the dense matrix, float64: (value, gradient)."""
-    theta = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+def _torch_value(X, y, theta, alpha, weights, bias):
+    """The objective at a float64 tensor ``theta`` by torch on the dense matrix (the reference formula)."""
     d = X.shape[1]
     scores = torch.as_tensor(X.toarray(), dtype=torch.float64) @ theta[:d] + (theta[d] if bias else 0.0)
     target = torch.as_tensor(y, dtype=torch.float64)
     weight = None if weights is None else torch.as_tensor(weights, dtype=torch.float64)
     data = torch.nn.functional.binary_cross_entropy_with_logits(scores, target, weight=weight, reduction="sum")
-    value = data / (len(y) if weights is None else weight.sum()) + 0.5 * alpha * (theta[:d] ** 2).sum()
+    return data / (len(y) if weights is None else weight.sum()) + 0.5 * alpha * (theta[:d] ** 2).sum()
+
+
+def _torch_objective(X, y, theta, alpha, weights, bias):
+    """The same objective by torch autograd on the dense matrix, float64: (value, gradient)."""
+    theta = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+    value = _torch_value(X, y, theta, alpha, weights, bias)
     value.backward()
     return float(value.detach()), theta.grad.numpy()
+
+
+def _torch_hessian(X, y, theta, alpha, weights, bias):
+    """The objective's Hessian by torch autograd on the dense matrix, float64."""
+    return torch.autograd.functional.hessian(lambda t: _torch_value(X, y, t, alpha, weights, bias),
+                                             torch.tensor(theta, dtype=torch.float64)).numpy()
+
+
+def _small_problem(seed, weighted):
+    """30 sparse rows of 7 columns, 0/1 labels, row weights or None, and the generator that drew them."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(30, 7, density=0.4, format="csr", random_state=seed, dtype=np.float64)
+    y = rng.integers(0, 2, size=30).astype(np.float64)
+    return X, y, rng.integers(0, 4, size=30).astype(np.float64) + 0.5 if weighted else None, rng
 
 
 @settings(max_examples=40, deadline=None)
@@ -41,10 +60,7 @@ def _torch_objective(X, y, theta, alpha, weights, bias):
        scale=st.sampled_from([0.1, 3.0, 40.0]))
 def test_objective_and_gradient_equal_torch_autograd(seed, weighted, bias, alpha, scale):
     # scale 40 puts scores far into both tails: log(1 + e^z) must neither overflow nor lose the small side.
-    rng = np.random.default_rng(seed)
-    X = sp.random(30, 7, density=0.4, format="csr", random_state=seed, dtype=np.float64)
-    y = rng.integers(0, 2, size=30).astype(np.float64)
-    weights = rng.integers(0, 4, size=30).astype(np.float64) + 0.5 if weighted else None
+    X, y, weights, rng = _small_problem(seed, weighted)
     theta = scale * rng.standard_normal(7 + bias)
     objective = logistic_objective(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
     value, gradient = objective(theta)
@@ -53,26 +69,11 @@ def test_objective_and_gradient_equal_torch_autograd(seed, weighted, bias, alpha
     np.testing.assert_allclose(gradient, reference_gradient, rtol=1e-10, atol=1e-12)
 
 
-def _torch_hessian(X, y, theta, alpha, weights, bias):
-    """The objective's Hessian by torch autograd on the dense matrix, float64."""
-    def value(t):
-        d = X.shape[1]
-        scores = torch.as_tensor(X.toarray(), dtype=torch.float64) @ t[:d] + (t[d] if bias else 0.0)
-        target = torch.as_tensor(y, dtype=torch.float64)
-        weight = None if weights is None else torch.as_tensor(weights, dtype=torch.float64)
-        data = torch.nn.functional.binary_cross_entropy_with_logits(scores, target, weight=weight, reduction="sum")
-        return data / (len(y) if weights is None else weight.sum()) + 0.5 * alpha * (t[:d] ** 2).sum()
-    return torch.autograd.functional.hessian(value, torch.tensor(theta, dtype=torch.float64)).numpy()
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), weighted=st.booleans(), bias=st.booleans(), alpha=st.sampled_from([0.0, 0.01, 1.0]),
        scale=st.sampled_from([0.1, 3.0, 40.0]))
 def test_hessian_product_equals_torch_autograd_at_the_last_point(seed, weighted, bias, alpha, scale):
-    rng = np.random.default_rng(seed)
-    X = sp.random(30, 7, density=0.4, format="csr", random_state=seed, dtype=np.float64)
-    y = rng.integers(0, 2, size=30).astype(np.float64)
-    weights = rng.integers(0, 4, size=30).astype(np.float64) + 0.5 if weighted else None
+    X, y, weights, rng = _small_problem(seed, weighted)
     theta, elsewhere = (scale * rng.standard_normal(7 + bias) for _ in range(2))
     direction = rng.standard_normal(7 + bias)
     problem = logistic_objective(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
