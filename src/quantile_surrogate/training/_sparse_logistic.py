@@ -19,8 +19,9 @@ evaluation of its line search and glibc keeps most of the freed blocks (the memo
 10^6 x 10^6 matrix with 10^7 entries peaked at 5.4-5.6 times the matrix); SciPy's L-BFGS-B, which
 followed, holds 25 weight vectors at its peak with 4 pairs (3.7-3.9 times), and SciPy's Newton-CG 23
 (3.3-3.5 times). :func:`newton_cg` holds seven (the iterate, a trial point, the gradient, the step, and
-conjugate gradients' residual, direction and Hessian product), updated in place, and the objective
-four row-sized buffers made once: ``results/sparse_data/memory.md``. The Newton step solves
+conjugate gradients' residual, direction and Hessian product), updated in place, beside the objective's
+gradient, three row-sized buffers made once and the scores (2.65-2.95 times the matrix:
+``results/sparse_data/memory.md``). The Newton step solves
 :math:`H s = -g` by conjugate gradients to the relative residual :math:`\\min(0.5, \\sqrt{\\|g\\|})`
 (SciPy's forcing sequence), then backtracks from the full step until Armijo's condition holds.
 Stopping rules as the torch path's: the largest gradient entry below ``1e-9``, a change of the
