@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from quantile_surrogate._utils.sparse import csr_tensor
 from quantile_surrogate.training import _sparse_logistic, models
 from quantile_surrogate.training._sparse_linear import transposed_view
-from quantile_surrogate.training._sparse_logistic import logistic_objective, takes_sparse_start
+from quantile_surrogate.training._sparse_logistic import LogisticProblem, takes_sparse_start
 from quantile_surrogate.training.models import fit_logistic, linear_scorer, mlp_scorer
 from tests._data import sparse_classification
 
@@ -62,7 +62,7 @@ def test_objective_and_gradient_equal_torch_autograd(seed, weighted, bias, alpha
     # scale 40 puts scores far into both tails: log(1 + e^z) must neither overflow nor lose the small side.
     X, y, weights, rng = _small_problem(seed, weighted)
     theta = scale * rng.standard_normal(7 + bias)
-    objective = logistic_objective(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
+    objective = LogisticProblem(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
     value, gradient = objective(theta)
     reference_value, reference_gradient = _torch_objective(X, y, theta, alpha, weights, bias)
     assert value == pytest.approx(reference_value, rel=1e-12, abs=1e-12)
@@ -76,7 +76,7 @@ def test_hessian_product_equals_torch_autograd_at_the_last_point(seed, weighted,
     X, y, weights, rng = _small_problem(seed, weighted)
     theta, elsewhere = (scale * rng.standard_normal(7 + bias) for _ in range(2))
     direction = rng.standard_normal(7 + bias)
-    problem = logistic_objective(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
+    problem = LogisticProblem(transposed_view(csr_tensor(X)), y, alpha, weights, bias)
     problem(elsewhere)
     problem(theta)  # the curvature is taken at the last point called
     problem.set_curvature()
@@ -87,7 +87,7 @@ def test_hessian_product_equals_torch_autograd_at_the_last_point(seed, weighted,
 
 def test_conjugate_gradients_solve_the_newton_system():
     X, y = sparse_classification(200, 12, density=0.5, seed=3)
-    problem = logistic_objective(transposed_view(csr_tensor(X)), y.astype(np.float64), 0.01)
+    problem = LogisticProblem(transposed_view(csr_tensor(X)), y.astype(np.float64), 0.01)
     theta = np.random.default_rng(0).standard_normal(13)
     _, gradient = problem(theta)
     problem.set_curvature()
@@ -95,7 +95,7 @@ def test_conjugate_gradients_solve_the_newton_system():
     _sparse_logistic._conjugate_gradient(problem, gradient.copy(), step, *buffers, tolerance=1e-12)
     hessian = _torch_hessian(X, y.astype(np.float64), theta, 0.01, None, True)
     np.testing.assert_allclose(step, np.linalg.solve(hessian, -gradient), rtol=1e-8, atol=1e-10)
-    # A loose tolerance stops at the first iterate within it: the residual is within it, a tighter one is not.
+    # A loose tolerance stops early: the residual is within it and the step still descends.
     _sparse_logistic._conjugate_gradient(problem, gradient.copy(), step, *buffers, tolerance=0.5 * np.linalg.norm(gradient))
     residual = np.linalg.norm(hessian @ step + gradient)
     assert residual <= 0.5 * np.linalg.norm(gradient) and step @ gradient < 0
@@ -106,7 +106,7 @@ def test_newton_cg_decreases_at_every_step_and_reaches_scikit_learn(monkeypatch,
     # Features scaled by 30 and a start far out: full Newton steps overshoot, so the backtracking must act.
     X, y = sparse_classification(400, 30, density=0.3, seed=5)
     X = 30 * X
-    problem = logistic_objective(transposed_view(csr_tensor(X)), y.astype(np.float64), 1 / 400, bias=bias)
+    problem = LogisticProblem(transposed_view(csr_tensor(X)), y.astype(np.float64), 1 / 400, bias=bias)
     values, call = [], problem.__call__
     monkeypatch.setattr(type(problem), "__call__", lambda self, t: values.append(call(t)[0]) or (values[-1], self.gradient))
     start = np.random.default_rng(1).standard_normal(30 + bias)
@@ -127,7 +127,7 @@ def test_objective_on_a_float32_matrix_is_the_objective_of_its_values():
     X, y = sparse_classification(200, 30)
     single = X.astype(np.float32)
     theta = np.random.default_rng(0).standard_normal(31)
-    value, gradient = logistic_objective(transposed_view(csr_tensor(single)), y.astype(float), 0.1)(theta)
+    value, gradient = LogisticProblem(transposed_view(csr_tensor(single)), y.astype(float), 0.1)(theta)
     reference_value, reference_gradient = _torch_objective(single.astype(np.float64), y, theta, 0.1, None, True)
     assert gradient.dtype == np.float64 and value == pytest.approx(reference_value, rel=1e-6)
     np.testing.assert_allclose(gradient, reference_gradient, rtol=1e-4, atol=1e-6)

@@ -41,7 +41,7 @@ from torch import nn
 
 from ._sparse_linear import transposed_view
 
-__all__ = ["takes_sparse_start", "logistic_objective", "newton_cg", "fit_sparse_linear_logistic"]
+__all__ = ["takes_sparse_start", "LogisticProblem", "newton_cg", "fit_sparse_linear_logistic"]
 
 CG_MAX_ITER = 100
 """Conjugate-gradient iterations at most per Newton step (each is two products with the matrix)."""
@@ -74,8 +74,8 @@ class LogisticProblem:
         self.columns, self.alpha, self.bias, self.d = columns, float(alpha), bias, d
         self.total = float(n if weights is None else weights.sum())
         self.z = None  # the scores X w + b of the last call
-        self.residual, self.scratch, self.gradient = np.empty(n), np.empty(n), np.empty(d + bias)
-        self.curvature = None  # c of the module docstring, made at the first set_curvature
+        self.residual, self.scratch, self.curvature = np.empty(n), np.empty(n), np.empty(n)  # c of the docstring
+        self.gradient = np.empty(d + bias)
         self.target, self.weight = torch.from_numpy(labels), None if weights is None else torch.from_numpy(weights)
 
     def _times_x(self, w: np.ndarray, shift: float) -> np.ndarray:
@@ -112,8 +112,6 @@ class LogisticProblem:
 
     def set_curvature(self) -> None:
         """Take ``c`` at the point of the last call (its scores ``z`` are kept) for :meth:`hessian_product`."""
-        if self.curvature is None:
-            self.curvature = np.empty_like(self.residual)
         curvature, scores = torch.from_numpy(self.curvature), torch.from_numpy(self.z)
         torch.neg(scores, out=curvature).sigmoid_()  # 1 - sigma(z), then times sigma(z): no row-sized temporary
         curvature.mul_(torch.sigmoid(scores, out=torch.from_numpy(self.scratch)))
@@ -127,12 +125,6 @@ class LogisticProblem:
         np.multiply(rows, self.curvature, out=rows)
         self._times_columns(rows, direction, out)
         return out
-
-
-def logistic_objective(columns, labels: np.ndarray, alpha: float, weights: np.ndarray | None = None,
-                       bias: bool = True) -> LogisticProblem:
-    """``theta -> (value, gradient)`` of the problem above (a :class:`LogisticProblem`)."""
-    return LogisticProblem(columns, labels, alpha, weights, bias)
 
 
 def _conjugate_gradient(problem: LogisticProblem, gradient, step, residual, direction, product, tolerance: float):
