@@ -17,7 +17,7 @@ Methods (the sparse matrix as it is, no scaling; one thread each; fit seconds ar
 ``sgd``           SGDClassifier(loss="log_loss", random_state=seed)
 ``lightgbm``      LGBMClassifier(100 rounds, num_leaves=31) on the same CSR matrix
 ``quantile``      QuantileClassifier(objective, target, random_state=seed): the defaults, one fit per point
-``quantile_cv``   QuantileClassifierCV(objective, target, random_state=seed): linear and (64,) MLP
+``quantile_cv``   QuantileClassifierCV(objective, target, random_state=seed): its defaults (on sparse input the linear family)
 ================  ===========================================================================
 
 Run (docs/sparse.md's tables came from this; results/README.md has the command)::

@@ -223,6 +223,22 @@ def test_weighted_threshold_and_rows_under_any_weights_ties_and_split(data, quan
     assert group.logs[0] == group.logs[1] == group.logs[2]
 
 
+@pytest.mark.parametrize("target, bandwidth", [(0.2, 0.2), (0.3, 0.3), (0.25, 0.25)])
+@pytest.mark.parametrize("cuts", [[0, 0, 0, 13], [0, 4, 9, 13]])
+def test_a_compact_kernel_whose_window_ends_at_the_top_of_a_weights_the_top_ties_as_one_machine(target, bandwidth, cuts):
+    # (1 - c) / h is 1 up to rounding: the top tie group sits at the Epanechnikov kernel's edge, where one machine's
+    # C* / W is exactly 1 (K tiny but > 0: these rows take the whole weight, or K = 0: the point rule). The workers'
+    # C* summed in another order was an ulp above W, which gave the point rule where one machine did not (found by
+    # the hypothesis test above).
+    scores = np.array([0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 0, 1], dtype=float) / 2
+    labels = np.array([0] * 12 + [1])
+    weights = np.array([1.0] * 6 + [1.3022327060631533, 1.1, 0.5, 1.471155423520715, 1.0, 1.0, 2.0])
+    settings = dict(objective="precision_at_rate", target=target, form="tp", quantile="epanechnikov",
+                    bandwidth=bandwidth)
+    results, _ = _weighted(scores, labels, weights, cuts, **settings)
+    _assert_rows_equal(results, objective_gradient_hessian(scores, labels, sample_weight=weights, **settings), False)
+
+
 def test_weights_of_zero_on_every_row_of_the_subset_raise_on_every_worker():
     scores, labels, cuts = _layout("even", 30)
     weights = np.where(labels == 1, 0.0, 1.0)

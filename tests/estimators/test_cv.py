@@ -19,17 +19,20 @@ from sklearn.utils.estimator_checks import check_param_validation, parametrize_w
 from quantile_surrogate import QuantileClassifier, QuantileClassifierCV
 from quantile_surrogate._utils.checks import WEIGHT_NEGATIVE_MESSAGE
 from quantile_surrogate.estimators._groups import GROUPS_MISSING_MESSAGE
+from quantile_surrogate.estimators._boosted_family import SPARSE_TREES_NOTE
 from quantile_surrogate.estimators.cv import (
     CHECKPOINT_MESSAGE,
     EMPTY_GRID_MESSAGE,
     GRID_VALUES_MESSAGE,
     MODULE_FACTORY_MESSAGE,
+    SPARSE_MLP_NOTE,
 )
 from quantile_surrogate.selection._family_rule import select_by_family
 from quantile_surrogate.selection._splits import TOO_FEW_ROWS_MESSAGE, k_folds
 from quantile_surrogate.objectives import objective_metric, predict_scores
 from quantile_surrogate.training import train
 from quantile_surrogate.training.models import build_scorer
+from tests._data import sparse_classification
 from tests._messages import exact, prefix
 
 # None: check_sample_weight_equivalence_on_dense_data passes since the standardisation is weighted too
@@ -229,6 +232,23 @@ def test_bad_settings_name_the_argument_and_the_fix():
         QuantileClassifierCV(bandwidths=(0.0,), estimator=SMALL).fit(X, y)
     with pytest.raises(ValueError, match=prefix(WEIGHT_NEGATIVE_MESSAGE, name="sample_weight", count=len(y))):
         QuantileClassifierCV(estimator=SMALL).fit(X, y, sample_weight=-np.ones(len(y)))
+
+
+def test_auto_families_are_linear_and_mlp_on_dense_input_and_linear_alone_on_sparse_input():
+    X, y = sparse_classification(300, 30, seed=4)
+    small = dict(target=0.9, alphas=(1e-3,), estimator=QuantileClassifier(max_epochs=4, n_restarts=1), random_state=0)
+    auto = QuantileClassifierCV(**small).fit(X, y)
+    assert list(auto.cv_results_["param_family"]) == ["linear"]
+    assert auto.selection_["notes"] == [SPARSE_MLP_NOTE, SPARSE_TREES_NOTE]
+    explicit = QuantileClassifierCV(hidden_layer_sizes_grid=((),), boosting=None, **small).fit(X, y)
+    assert explicit.selection_["notes"] == []
+    np.testing.assert_array_equal(auto.decision_function(X), explicit.decision_function(X))
+    asked = QuantileClassifierCV(hidden_layer_sizes_grid=((), (4,)), boosting=None, **small).fit(X, y)
+    assert list(asked.cv_results_["param_hidden_layer_sizes"]) == [(), (4,)] and asked.selection_["notes"] == []
+    dense = QuantileClassifierCV(boosting=None, **small).fit(X.toarray(), y)
+    assert list(dense.cv_results_["param_hidden_layer_sizes"]) == [(), (64,)] and dense.selection_["notes"] == []
+    with pytest.raises(ValueError, match=exact(MODULE_FACTORY_MESSAGE)):  # "auto" is two families on dense X
+        QuantileClassifierCV(estimator=QuantileClassifier(module_factory=lambda d: None)).fit(X.toarray(), y)
 
 
 # The rule on constructed fold arrays: 3 candidates (linear alpha 1, linear alpha 2, MLP) x 3 folds x 1 logistic

@@ -33,6 +33,43 @@ def test_gradient_equals_dense_autograd(outputs, index_dtype):
         assert getattr(batch, _sparse_linear.TRANSPOSE, None) is None
 
 
+@pytest.mark.parametrize("outputs", [1, 3, 64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_forward_in_scipy_equals_a_float64_reference_and_torchs_product(outputs, dtype, index_dtype):
+    X = sp.random(60, 25, density=0.2, format="csr", random_state=3)
+    X = sp.vstack([X[:5], sp.csr_matrix((1, 25)), X[6:]]).tocsr()  # row 5 empty
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    batch = csr_tensor(X).to(dtype)
+    weight = torch.randn(outputs, 25, dtype=dtype, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    ours = sparse_linear(batch, weight)
+    assert ours.dtype == dtype and ours.shape == (60, outputs) and ours.requires_grad
+    reference = torch.as_tensor(X.toarray()) @ weight.detach().double().t()
+    tolerance = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(ours.double(), reference, rtol=tolerance, atol=tolerance)
+    torch.testing.assert_close(ours, batch @ weight.detach().t(), rtol=tolerance, atol=tolerance)  # torch's product
+    views = getattr(batch, _sparse_linear.VIEWS)  # made once, kept on the batch, on its own arrays
+    assert sparse_linear(batch, weight) is not None and getattr(batch, _sparse_linear.VIEWS) is views
+    assert np.shares_memory(views[0].data, batch.values().numpy()) and views[0].shape == (60, 25)
+
+
+def test_forward_leaves_autocast_and_other_dtypes_to_torch(monkeypatch):
+    X = sp.random(30, 10, density=0.3, format="csr", random_state=4)
+    batch, weight = csr_tensor(X).float(), torch.randn(2, 10)
+    assert _sparse_linear._scipy_product(batch, weight)
+    assert not _sparse_linear._scipy_product(batch, weight.double())
+    assert not _sparse_linear._scipy_product(batch.to(torch.float16), weight.half())
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # torch's product, as before (its MKL kernel has no bfloat16)
+        assert not _sparse_linear._scipy_product(batch, weight)
+    monkeypatch.setattr(_sparse_linear, "row_view", lambda X: pytest.fail("SciPy's product for a float16 batch"))
+    half_weight = weight.half().requires_grad_()
+    with pytest.raises(RuntimeError):  # torch's error, unchanged: no float16 sparse product on the CPU
+        sparse_linear(batch.to(torch.float16), half_weight)
+    half = csr_tensor(X).to(torch.float16)
+    _sparse_linear.transposed_view(half)  # a float32 copy of half-precision values: not kept on the batch
+    assert getattr(half, _sparse_linear.VIEWS, None) is None
+
+
 def test_transposed_view_shares_the_tensor_s_arrays():
     X = sp.random(30, 1000, density=0.05, format="csr", random_state=1)
     for index_dtype in (np.int32, np.int64):  # SciPy's own constructor would copy int64 indices that fit in int32

@@ -251,6 +251,11 @@ def _weighted_threshold(comm, values, weights, keys, prefix, total, span, level,
                                                   total * (level - half), total * (level + half), hint, hinted)
         cum = below + np.cumsum(mass)
         tied = cum[np.searchsorted(window, window, side="right") - 1]
+        if window.size and level + half >= 1:
+            # The window reaches A's largest score, whose ties have C* = W: exactly W, as on one machine (its
+            # cum[-1]), not this order's sum. At a compact kernel's edge ((1 - c) / h = 1) an ulp above W gives
+            # K = 0 where one machine's exact 1 gives a tiny K > 0 that the normalisation makes the whole weight.
+            tied[window == window[-1]] = total
         coefficients = kernel_coefficients(torch.from_numpy(tied), torch.from_numpy(mass), total, level, bandwidth,
                                            kernel, torch.float64)
         if coefficients is not None:

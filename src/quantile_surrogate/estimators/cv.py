@@ -45,6 +45,11 @@ CONSTRAINTS_MESSAGE = ("QuantileClassifierCV does not train constraints yet: its
                        "QuantileClassifier(constraints=[...]) itself, which chooses its epoch on held-out rows.")
 CHECKPOINT_MESSAGE = ("`estimator` has a `checkpoint`; QuantileClassifierCV trains many models and cannot "
                       "resume one. Pass an estimator with checkpoint=None.")
+SPARSE_MLP_NOTE = ("hidden_layer_sizes_grid='auto' left the MLP family out: X is sparse, where its first layer "
+                   "(64 weights per column) took about nine tenths of a fit and its gains were within noise "
+                   "(docs/sparse.md); pass hidden_layer_sizes_grid=((), (64,)) to score it.")
+AUTO_FAMILIES = ((), (64,))
+"""``hidden_layer_sizes_grid="auto"`` on dense ``X``: the linear model and a one-hidden-layer MLP (the linear model alone on sparse ``X``)."""
 MODULE_FACTORY_MESSAGE = ("`estimator` has a `module_factory`, which overrides `hidden_layer_sizes`, so the "
                           "model families of `hidden_layer_sizes_grid` would all be the same model. Pass "
                           "hidden_layer_sizes_grid=((),) or an estimator without module_factory.")
@@ -117,11 +122,12 @@ class QuantileClassifierCV(ThresholdedClassifier):
         than the paper's 0.05: a wider kernel averages the threshold over about ``2 h |A|`` rows
         of ``A``, which matters on the small folds this class is for (``docs/selection.md``).
         Pass ``(0.05, 0.1)`` to choose between them.
-    hidden_layer_sizes_grid : sequence of tuples, default=((), (64,))
-        Model families: ``()`` is the linear model, ``(64,)`` a one-hidden-layer ReLU MLP. On
-        sparse, high-dimensional ``X`` the MLP (64 weights per column) is about nine tenths of a
-        fit (44 s against about 4 s on 12,000 TF-IDF rows); ``((),)`` fits the linear family alone.
-        It stays in the default because on one-hot ids it can win (``docs/sparse.md``).
+    hidden_layer_sizes_grid : "auto" or sequence of tuples, default="auto"
+        Model families: ``()`` is the linear model, ``(64,)`` a one-hidden-layer ReLU MLP. "auto":
+        ``((), (64,))`` on dense ``X``; ``((),)`` on sparse ``X`` (a line in ``selection_["notes"]``),
+        where the MLP (64 weights per column) took about nine tenths of a fit (20-27 s against 0.9-1.1 s
+        on 12,000-16,000 TF-IDF and one-hot rows) and was not better on the test halves
+        (``docs/sparse.md``). Pass ``((), (64,))`` to score the MLP on sparse ``X`` too.
     cv : int >= 2, cross-validation splitter or iterable of (train, test) index arrays, default=3
         An integer means stratified folds (by class, and by (class, group) with
         ``sensitive_features``), shuffled with ``random_state``; a splitter is called as
@@ -183,7 +189,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         ``family_average_precision`` (the mean held-out metric and average precision of its
         entry), ``family_bar`` (its bar against the best mean; 0 for that family) and
         ``family_within_noise``; ``average_precision`` has the shape of ``metric``; ``notes``, lines on
-        families left out (no LightGBM, NaN in ``X``); ``reason``, one line on why the family won. Without a
+        families left out (no LightGBM, NaN or sparse ``X``); ``reason``, one line on why the family won. Without a
         logistic restart only ``metric``, ``loss``, ``average_precision`` and ``epochs``, and the
         choice is the best mean over the grid.
     best_estimator_ : QuantileClassifier or QuantileBoostingClassifier
@@ -216,7 +222,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         "target": TARGET_CONSTRAINT,
         "alphas": ["array-like"],
         "bandwidths": ["array-like"],
-        "hidden_layer_sizes_grid": ["array-like"],
+        "hidden_layer_sizes_grid": [StrOptions({"auto"}), "array-like"],
         "cv": [Interval(Integral, 2, None, closed="left"), HasMethods(["split"]), "array-like"],
         "estimator": [QuantileClassifier, None],
         "selection_se": [Interval(Real, 0, None, closed="left")],
@@ -226,7 +232,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
     }
 
     def __init__(self, *, objective="precision_at_recall", target=None, alphas=(1e-2, 1e-3),
-                 bandwidths=(0.1,), hidden_layer_sizes_grid=((), (64,)), cv=3, estimator=None, selection_se=2.0,
+                 bandwidths=(0.1,), hidden_layer_sizes_grid="auto", cv=3, estimator=None, selection_se=2.0,
                  boosting="auto", n_jobs=1, random_state=None):
         self.objective = objective
         self.target = target
@@ -240,8 +246,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _grid(self) -> dict:
-        grid = {"hidden_layer_sizes": [tuple(s) for s in self.hidden_layer_sizes_grid],
+    def _families(self, sparse: bool) -> tuple[list, list]:
+        """``(hidden layer sizes of each torch family, notes)`` under ``hidden_layer_sizes_grid`` ("auto": :data:`AUTO_FAMILIES`)."""
+        if isinstance(self.hidden_layer_sizes_grid, str):  # "auto": the parameter validation admits no other string
+            return ([()], [SPARSE_MLP_NOTE]) if sparse else (list(AUTO_FAMILIES), [])
+        return [tuple(s) for s in self.hidden_layer_sizes_grid], []
+
+    def _grid(self, families: list) -> dict:
+        grid = {"hidden_layer_sizes": families,
                 "alpha": [float(a) for a in self.alphas], "bandwidth": [float(h) for h in self.bandwidths]}
         for name, values in grid.items():
             if len(values) == 0:
@@ -252,13 +264,13 @@ class QuantileClassifierCV(ThresholdedClassifier):
                                                             values=grid[name]))
         return grid
 
-    def _template(self, seed) -> QuantileClassifier:
+    def _template(self, seed, families: list) -> QuantileClassifier:
         base = QuantileClassifier() if self.estimator is None else clone(self.estimator)
         if base.checkpoint is not None:
             raise ValueError(CHECKPOINT_MESSAGE)
         if base.constraints:
             raise ValueError(CONSTRAINTS_MESSAGE)
-        if base.module_factory is not None and len(self.hidden_layer_sizes_grid) > 1:
+        if base.module_factory is not None and len(families) > 1:
             raise ValueError(MODULE_FACTORY_MESSAGE)
         return base.set_params(objective=self.objective, target=self.target, random_state=seed)
 
@@ -288,12 +300,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
         self : QuantileClassifierCV
         """
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        boosted, notes = boosted_template(self.boosting, self.objective, self.target, seed, sparse=sp.issparse(X))
+        families, notes = self._families(sp.issparse(X))
+        boosted, tree_notes = boosted_template(self.boosting, self.objective, self.target, seed, sparse=sp.issparse(X))
+        notes += tree_notes
         X, y01 = self._validate_training_data(X, y, **({} if boosted is None else {"ensure_all_finite": "allow-nan"}))
         weight = None if sample_weight is None else check_sample_weight(sample_weight, len(y01))
-        grid = self._grid()
+        grid = self._grid(families)
         codes = self._encode_fit_groups(sensitive_features, y01)
-        base = self._template(seed)
+        base = self._template(seed, families)
         if base.n_restarts == "auto" and sp.issparse(X):  # resolved once, so that every fold and the refit agree
             base.set_params(n_restarts=base._restarts(sparse=True))
         folds = k_folds(y01, codes, self.cv, seed, X=X, groups=groups)  # the splitter's groups, never the constraint's
