@@ -22,8 +22,8 @@ rows of 10^6 columns (10 entries a row, never transposed: too large to keep) the
 
 The forward product ``X W^T`` on the CPU is SciPy's CSR product on the same arrays too: the same sums in
 the same order as torch's sparse-times-dense product (equal to the last bit on both development sets, float32 and
-float64, 1 and 64 outputs), in 0.35-0.6x its time for one output and 0.2-0.9x for 64 (one thread, 12,000 x 7,600
-TF-IDF and 16,000 x 12,000 one-hot rows; ``docs/sparse.md``). Both views are made once per tensor and kept on it
+float64, 1 and 64 outputs), in 0.35-0.6x its time for one output and 0.2-0.9x for 64 (one thread, 12,400 x 7,700
+TF-IDF and 16,400 x 12,000 one-hot rows; ``docs/sparse.md``). Both views are made once per tensor and kept on it
 (they hold no copy), so a full batch's epochs and L-BFGS steps do not pay SciPy's constructor at every pass.
 Under CPU autocast, or where the weight's dtype is not the values' (float32 or float64), torch's product runs.
 
