@@ -247,11 +247,12 @@ def _weighted_threshold(comm, values, weights, keys, prefix, total, span, level,
     if quantile in KERNEL_OF_ESTIMATOR:
         kernel = KERNEL_OF_ESTIMATOR[quantile]
         half = window_half_width(kernel, bandwidth, torch.float64)
+        high = total * (level + half)
         window, mass, below, local = _mass_window(comm, values, weights, keys, prefix, total, span,
-                                                  total * (level - half), total * (level + half), hint, hinted)
+                                                  total * (level - half), high, hint, hinted)
         cum = below + np.cumsum(mass)
         tied = cum[np.searchsorted(window, window, side="right") - 1]
-        if window.size and level + half >= 1:
+        if window.size and high >= total:  # _mass_window's own rule for a window without an upper edge
             # The window reaches A's largest score, whose ties have C* = W: exactly W, as on one machine (its
             # cum[-1]), not this order's sum. At a compact kernel's edge ((1 - c) / h = 1) an ulp above W gives
             # K = 0 where one machine's exact 1 gives a tiny K > 0 that the normalisation makes the whole weight.
