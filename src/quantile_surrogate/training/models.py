@@ -199,7 +199,7 @@ def lbfgs_history(model: nn.Module, X: torch.Tensor) -> int:
     20 pairs of 10^6 float64 weights are 320 MB beside a 120 MB matrix, so the history is cut to what
     half the matrix or 64 MiB weighs (4 pairs there; 7 with the whole matrix's weight). Where it is cut,
     :func:`fit_logistic` fits a linear model by a truncated Newton method (``training._sparse_logistic``): the
-    fit's peak resident memory 2.8-2.9x the matrix against 3.7-3.9x with SciPy's L-BFGS-B and 5.4-5.6x with
+    fit's peak resident memory 2.65-2.95x the matrix (nine runs) against 3.7-3.9x with SciPy's L-BFGS-B and 5.4-5.6x with
     torch's L-BFGS (``results/sparse_data/memory.md``). A dense ``X``, or a history within :data:`LBFGS_HISTORY_BYTES`,
     keeps 20: the same fit as before, and as on the dense copy of a small sparse matrix.
     """
