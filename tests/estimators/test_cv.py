@@ -21,10 +21,12 @@ from quantile_surrogate._utils.checks import WEIGHT_NEGATIVE_MESSAGE
 from quantile_surrogate.estimators._groups import GROUPS_MISSING_MESSAGE
 from quantile_surrogate.estimators._boosted_family import SPARSE_TREES_NOTE
 from quantile_surrogate.estimators.cv import (
+    AUTO_ALPHAS,
     CHECKPOINT_MESSAGE,
     EMPTY_GRID_MESSAGE,
     GRID_VALUES_MESSAGE,
     MODULE_FACTORY_MESSAGE,
+    SPARSE_ALPHA_NOTE,
     SPARSE_MLP_NOTE,
 )
 from quantile_surrogate.selection._family_rule import select_by_family
@@ -249,6 +251,27 @@ def test_auto_families_are_linear_and_mlp_on_dense_input_and_linear_alone_on_spa
     assert list(dense.cv_results_["param_hidden_layer_sizes"]) == [(), (64,)] and dense.selection_["notes"] == []
     with pytest.raises(ValueError, match=exact(MODULE_FACTORY_MESSAGE)):  # "auto" is two families on dense X
         QuantileClassifierCV(estimator=QuantileClassifier(module_factory=lambda d: None)).fit(X.toarray(), y)
+
+
+def test_auto_alphas_are_both_on_dense_input_and_the_last_alone_on_sparse_input():
+    X, y = sparse_classification(300, 30, seed=4)
+    small = dict(target=0.9, hidden_layer_sizes_grid=((),), boosting=None,
+                 estimator=QuantileClassifier(max_epochs=4, n_restarts=1), random_state=0)
+    auto = QuantileClassifierCV(**small).fit(X, y)
+    assert list(auto.cv_results_["param_alpha"]) == [AUTO_ALPHAS[-1]] == [1e-3]
+    assert auto.selection_["notes"] == [SPARSE_ALPHA_NOTE] and auto.alpha_ == 1e-3
+    explicit = QuantileClassifierCV(alphas=(1e-3,), **small).fit(X, y)  # the same fit, less the note
+    assert explicit.selection_["notes"] == []
+    np.testing.assert_array_equal(auto.selection_["metric"], explicit.selection_["metric"])
+    np.testing.assert_array_equal(auto.decision_function(X), explicit.decision_function(X))
+    asked = QuantileClassifierCV(alphas=(1e-2, 1e-3), **small).fit(X, y)  # an explicit grid is scored as given
+    assert list(asked.cv_results_["param_alpha"]) == [1e-2, 1e-3] and asked.selection_["notes"] == []
+    dense, both = (QuantileClassifierCV(alphas=a, **small).fit(X.toarray(), y) for a in ("auto", (1e-2, 1e-3)))
+    assert list(dense.cv_results_["param_alpha"]) == [1e-2, 1e-3] and dense.selection_["notes"] == []
+    np.testing.assert_array_equal(dense.selection_["metric"], both.selection_["metric"])
+    np.testing.assert_array_equal(dense.decision_function(X.toarray()), both.decision_function(X.toarray()))
+    with pytest.raises(ValueError, match="alphas"):
+        QuantileClassifierCV(alphas="all", estimator=SMALL).fit(X, y)
 
 
 # The rule on constructed fold arrays: 3 candidates (linear alpha 1, linear alpha 2, MLP) x 3 folds x 1 logistic
