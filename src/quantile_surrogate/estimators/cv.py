@@ -52,8 +52,7 @@ SPARSE_MLP_NOTE = ("hidden_layer_sizes_grid='auto' left the MLP family out: X is
 SPARSE_ALPHA_NOTE = ("alphas='auto' scored one weight decay, 1e-3 (QuantileClassifier's default): X is sparse, where "
                      "1e-2 and 1e-3 gave the same held-out gains (their best means within 0.0003 at every operating "
                      "point of 60 fits on text and one-hot sets) and the same test metrics, and each value costs a "
-                     "full set of fold fits "
-                     "(docs/sparse.md). Pass alphas=(1e-2, 1e-3) to score both.")
+                     "full set of fold fits (docs/sparse.md). Pass alphas=(1e-2, 1e-3) to score both.")
 AUTO_ALPHAS = (1e-2, 1e-3)
 """``alphas="auto"`` on dense ``X`` (on sparse ``X`` the last, 1e-3, alone)."""
 AUTO_FAMILIES = ((), (64,))
@@ -202,9 +201,9 @@ class QuantileClassifierCV(ThresholdedClassifier):
         ``family_average_precision`` (the mean held-out metric and average precision of its
         entry), ``family_bar`` (its bar against the best mean; 0 for that family) and
         ``family_within_noise``; ``average_precision`` has the shape of ``metric``; ``notes``, lines on
-        families left out (no LightGBM, NaN or sparse ``X``) and the one ``alpha`` of sparse ``X``; ``reason``, one line on why the family won. Without a
-        logistic restart only ``metric``, ``loss``, ``average_precision`` and ``epochs``, and the
-        choice is the best mean over the grid.
+        families left out (no LightGBM, NaN or sparse ``X``) and on the one ``alpha`` of sparse ``X``;
+        ``reason``, one line on why the family won. Without a logistic restart only ``metric``,
+        ``loss``, ``average_precision`` and ``epochs``, and the choice is the best mean over the grid.
     best_estimator_ : QuantileClassifier or QuantileBoostingClassifier
         The chosen settings, refitted on every row; predictions go through it. A
         QuantileClassifier's ``best_epoch_`` is ``epochs_``.
