@@ -57,7 +57,7 @@ targets for ``qc``.
 Run (on one core; it refuses to overwrite an existing file):
 
     OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/fairness_constraints.py --splits 20 \\
-        --out results/fairness/constraints_20splits.csv
+        --out results/fairness/constraints_20splits_exact_step.csv
 
 ``--data adult/sex,german`` picks (data, group) pairs (a data set name means all its groups),
 ``--methods lr,lr_groups,eg`` the methods, ``--progress`` prints one line per fit, and ``--quick``

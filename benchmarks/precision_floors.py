@@ -25,7 +25,7 @@ precise group's precision among the groups that select a row), ``floor``, ``ok``
 0.02 on that side) and ``fit_seconds``. The summary: mean ± standard error over splits and the share
 of splits whose test rows keep the floor within 0.02.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/precision_floors.py --out results/fairness/precision_floors_20splits.csv
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/precision_floors.py --out results/fairness/precision_floors_20splits_exact_step.csv
 
 ``--quick`` (German credit, 2 splits, 20 epochs) is what the tests run.
 """

@@ -73,15 +73,39 @@ def test_full_batch_penalty_is_the_constraint_sets_penalty_on_every_row():
     X, y, g = _data(200)
     data = TrainingData(X, y.bool(), y.bool(), constraint_groups=g)
     term = _constrained.ConstraintTerm([gap("recall", at_most=0.05), rate("fpr", at_most=0.2)], data, step_size=1.0,
-                                       surrogate="sigmoid")
+                                       surrogate="sigmoid", objective="precision_at_recall", target=0.8)
     term.current._multipliers = [torch.tensor([0.7], dtype=torch.float64), torch.tensor([1.3], dtype=torch.float64)]
     reference = ConstraintSet(term.current.constraints, n_groups=2, step_size=1.0, surrogate="sigmoid")
     reference._multipliers = [m.clone() for m in term.current._multipliers]
     scores = X[:, 0].clone()
     threshold = torch.tensor(0.4, dtype=torch.float64)
     torch.testing.assert_close(term.term(scores, None, threshold), reference.penalty(scores, y, 0.4, g))
-    term.end_epoch()
-    assert term.record == reference.update(scores, y, 0.4, g)
+
+
+def test_the_multiplier_step_reads_the_model_on_every_row_at_its_exact_threshold():
+    # Brute force: at recall 0.8 the deployed threshold selects the k = ceil(0.8 n+) highest-scoring positives and
+    # every negative above the lowest of them (distinct scores); the step reads the gap and the FPR there.
+    X, y, g = _data(300)
+    data = TrainingData(X, y.bool(), y.bool(), constraint_groups=g)
+    term = _constrained.ConstraintTerm([gap("recall", at_most=0.05), rate("fpr", at_most=0.2)], data, step_size=0.5,
+                                       surrogate="sigmoid", objective="precision_at_recall", target=0.8)
+    model = torch.nn.Linear(3, 1, dtype=torch.float64)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0, 0.3, -0.2]], dtype=torch.float64))
+        model.bias.zero_()
+    s, labels, groups = (X @ torch.tensor([1.0, 0.3, -0.2], dtype=torch.float64)).numpy(), y.numpy(), g.numpy()
+    positives = np.sort(s[labels == 1])[::-1]
+    lowest = positives[int(np.ceil(0.8 * positives.size)) - 1]
+    selected = s >= lowest
+    recalls = [selected[(labels == 1) & (groups == k)].mean() for k in (0, 1)]
+    fpr = selected[labels == 0].mean()
+    term.end_epoch(model)
+    (gap_entry, fpr_entry) = term.record
+    assert gap_entry["value"] == pytest.approx(max(recalls) - min(recalls), abs=1e-12)
+    assert fpr_entry["value"] == pytest.approx(fpr, abs=1e-12)
+    assert gap_entry["multiplier"] == pytest.approx(max(0.0, 0.5 * (max(recalls) - min(recalls) - 0.05)), abs=1e-12)
+    assert fpr_entry["multiplier"] == pytest.approx(max(0.0, 0.5 * (fpr - 0.2)), abs=1e-12)
+    assert model.training  # predict_scores restored the mode
 
 
 def test_minibatch_constraint_rows_keep_every_cell_and_weigh_it_to_its_size():
@@ -92,7 +116,8 @@ def test_minibatch_constraint_rows_keep_every_cell_and_weigh_it_to_its_size():
     y[:5] = True
     y[100:1100] = True
     data = TrainingData(torch.zeros(n, 1, dtype=torch.float64), y, y, constraint_groups=g)
-    term = _constrained.ConstraintTerm([gap("recall", at_most=0.05)], data, step_size=1.0, surrogate="sigmoid")
+    term = _constrained.ConstraintTerm([gap("recall", at_most=0.05)], data, step_size=1.0, surrogate="sigmoid",
+                                       objective="precision_at_recall", target=0.8)
     generator = torch.Generator().manual_seed(0)
     rows, weight = term.draw(generator)
     cells = (g[rows] * 2 + y[rows].long())
@@ -130,6 +155,19 @@ def test_validation_keeps_the_best_epoch_that_meets_the_constraint_there():
     feasible = excess <= 0
     assert feasible[result.best_epoch]
     assert curve[result.best_epoch] == curve[feasible].max()
+
+
+def test_the_validation_reuses_the_multiplier_steps_scores_with_the_same_result(monkeypatch):
+    # Reference: the validation scores the training rows itself every epoch (the scores are never handed over).
+    X, y, g = _data(900, seed=3)
+    settings = dict(max_epochs=25, batch_size=300, validation=(X[600:], y[600:], g[600:]), select="validation")
+    shared = _fit(X[:600], y[:600], g[:600], **settings)
+    monkeypatch.setattr(_constrained.ConstraintTerm, "pop_fit_scores", lambda self: None)
+    computed = _fit(X[:600], y[:600], g[:600], **settings)
+    for key, value in shared.model.state_dict().items():
+        assert torch.equal(value, computed.model.state_dict()[key])
+    assert shared.validation_excess == computed.validation_excess
+    assert shared.validation_curve == computed.validation_curve and shared.best_epoch == computed.best_epoch
 
 
 def test_bad_constraint_input_is_refused_before_training():

@@ -275,12 +275,13 @@ def train(
         ``rate(...)``, ``gap(...)``), trained by the proxy-Lagrangian: each step adds
         :math:`\sum_j \lambda_j \tilde c_j` (the surrogate excesses at the step's threshold) to the
         loss; after each epoch :math:`\lambda_j \leftarrow \max(0, \lambda_j + \eta c_j)` on the exact
-        excesses of the epoch's constraint rows (:class:`~quantile_surrogate.constraints.ConstraintSet`;
+        excesses of the model on every training row at its exact threshold there, the one an estimator
+        deploys (:class:`~quantile_surrogate.constraints.ConstraintSet`;
         ``TrainResult.constraint_curve`` records them per epoch); a minibatch step draws its
         constraint rows per (group, class) cell (:mod:`._constrained`). With ``validation``
         the validation value starts with ``-max(0, largest excess)`` there: every restart keeps its
         best epoch that meets every constraint on the validation rows, or the one closest to it.
-        Per-group and gap constraints need ``groups``. Not with a loader or a ``checkpoint``.
+        Per-group and gap constraints need ``groups``. Not with a loader.
     constraint_step_size : float > 0, default=1.0
         :math:`\eta`, the multipliers' step, taken once per epoch.
     group_thresholds : bool, default=True

@@ -123,9 +123,10 @@ class TrainingLoop:
         value = [-float(loss), float(metric)] if self.settings.monitor == "loss" else [float(metric), -float(loss)]
         if self.constraints is None:
             return value
-        fit_scores = predict_scores(model, self.data.X)
-        threshold = self.constraints.deployed_threshold(fit_scores, scores, val, self.settings.objective,
-                                                        self.settings.target)
+        fit_scores = self.constraints.pop_fit_scores()  # the epoch's multiplier step scored the same model
+        if fit_scores is None:
+            fit_scores = predict_scores(model, self.data.X)
+        threshold = self.constraints.deployed_threshold(fit_scores, scores, val)
         # Met on both sides: on a few hundred held-out rows a gap's noise alone lets some epochs pass by luck (so the
         # fit rows too, strictly), and makes good ones fail (so the held-out rows within one standard error).
         self.last_excess = max(largest_excess(self.constraints.evaluate(scores, val, threshold), within_noise=True),

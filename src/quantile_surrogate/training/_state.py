@@ -131,9 +131,10 @@ class TrainResult:
     ``groups``): one per epoch for the full batch. With a threshold memory it is the memory's value
     (``train(threshold_memory=)``); its spread over an epoch is the threshold's step-to-step noise and drift."""
     constraint_curve: list | None = None
-    """With ``constraints``: per epoch of the selected restart, the record of its last step
+    """With ``constraints``: per epoch of the selected restart, the record of its multiplier step
     (:meth:`~quantile_surrogate.constraints.ConstraintSet.update`: each constraint's ``name``,
-    exact ``value`` and ``excess`` on the step's rows, and ``multiplier``)."""
+    exact ``value`` and ``excess`` on every training row at the model's exact threshold there after
+    the epoch, and ``multiplier``)."""
     validation_excess: list | None = None
     """With ``constraints`` and ``validation``: per epoch (entry 0: the start) the largest excess of a
     constraint over its bound on the validation rows (<= 0: every constraint met there)."""

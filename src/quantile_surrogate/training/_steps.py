@@ -143,7 +143,7 @@ class EpochSteps:
         else:
             out = self._minibatch_epoch(model, optimizer, generator)
         if self.constraints is not None:
-            self.constraints.end_epoch()
+            self.constraints.end_epoch(model)
         return out
 
     # -- full batch -----------------------------------------------------------------------
