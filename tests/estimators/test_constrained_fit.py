@@ -184,3 +184,40 @@ def test_a_precision_floor_in_each_group_lifts_the_group_one_threshold_selects_w
     entry = clf.constraint_report_["constraints"][0]
     assert entry["constraint"] == "precision >= 0.7 in each group" and clf.constraint_report_["feasible"]
     assert min(entry["train"]) >= 0.7
+
+
+def test_the_report_curves_are_the_multiplier_steps_inputs_and_outputs():
+    # Each multiplier is the projected step on its curve's excess (value - bound for a ceiling or a gap,
+    # bound - value for a floor); without held-out rows the last curve value is the report's training value.
+    X, y, g = _data(600)
+    constraints = [gap("recall", at_most=0.05), rate("recall", at_least=0.75, in_each_group=True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = QuantileClassifier(target=0.8, constraints=constraints, early_stopping=False, max_epochs=12,
+                                 constraint_step_size=0.7, random_state=0).fit(X, y, sensitive_features=g)
+    report = clf.constraint_report_
+    gap_entry, floor_entry = report["constraints"]
+    assert report["held_out_excess"] is None
+    assert len(gap_entry["train_curve"]) == len(gap_entry["multiplier_curve"]) == clf.n_iter_ == 12
+    previous = 0.0
+    for value, multiplier in zip(gap_entry["train_curve"], gap_entry["multiplier_curve"]):
+        assert multiplier == pytest.approx(max(0.0, previous + 0.7 * (value - 0.05)), abs=1e-12)
+        previous = multiplier
+    previous = np.zeros(2)
+    for values, multipliers in zip(floor_entry["train_curve"], floor_entry["multiplier_curve"]):
+        expected = np.maximum(0.0, previous + 0.7 * (0.75 - np.asarray(values)))
+        np.testing.assert_allclose(multipliers, expected, atol=1e-12)
+        previous = expected
+    assert gap_entry["train_curve"][-1] == pytest.approx(gap_entry["train"], abs=1e-4)  # the report rounds to 4
+    assert gap_entry["multiplier_curve"][-1] == gap_entry["multiplier"]
+
+
+def test_the_report_keeps_the_selections_held_out_excess_of_every_epoch():
+    X, y, g = _data()
+    clf = QuantileClassifier(objective="precision_at_rate", target=0.1, constraints=[gap("positive_rate", at_most=0.05)],
+                             random_state=0).fit(X, y, sensitive_features=g)
+    report = clf.constraint_report_
+    excess = np.asarray(report["held_out_excess"])
+    assert excess.shape == (len(report["constraints"][0]["train_curve"]) + 1,)  # epoch 0: the start
+    assert int((excess <= 0).sum()) == report["feasible_epochs"]
+    assert excess[report["best_epoch"]] <= 0

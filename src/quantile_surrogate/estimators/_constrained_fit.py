@@ -46,13 +46,17 @@ def _rounded(value):
 def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int, result, weight=None) -> dict:
     """Every constraint at the deployed ``threshold`` on the fit rows (``:n_fit``) and the held-out rows (the rest).
 
-    Returns ``{"constraints": [...], "feasible", "checked_on", "best_epoch", "feasible_epochs", "chosen"}``;
-    each constraint's entry holds ``constraint`` (its name), ``bound``, ``train`` and ``held_out`` (its
-    exact value; a list per group for ``in_each_group``; None without held-out rows), ``held_out_se``
-    (the binomial standard error of the held-out value), ``met`` (on the held-out rows, else on the
-    training rows), ``feasible`` (the selection's test: met on the fit rows and within one standard
-    error on the held-out rows) and ``multiplier`` (after the last epoch). The report's ``feasible``:
-    every constraint's.
+    Returns ``{"constraints": [...], "feasible", "checked_on", "best_epoch", "feasible_epochs", "chosen",
+    "held_out_excess"}``; each constraint's entry holds ``constraint`` (its name), ``bound``, ``train``
+    and ``held_out`` (its exact value; a list per group for ``in_each_group``; None without held-out
+    rows), ``held_out_se`` (the binomial standard error of the held-out value), ``met`` (on the held-out
+    rows, else on the training rows), ``feasible`` (the selection's test: met on the fit rows and within
+    one standard error on the held-out rows), ``multiplier`` (after the last epoch), and per epoch of the
+    kept restart ``train_curve`` (the value the multiplier stepped on: the model after that epoch, on
+    the fit rows at its exact threshold there) and ``multiplier_curve`` (after that step). The report's
+    ``feasible``: every constraint's; ``held_out_excess``: per epoch (0: the start) the largest excess
+    the selection read, on the fit rows or held out beyond one standard error (at most 0: feasible;
+    ``inf`` for a random start), None without held-out rows.
     """
     n_groups = None if codes is None else int(codes.max()) + 1
     evaluator = ConstraintSet(constraints, n_groups=max(n_groups or 2, 2))
@@ -70,15 +74,16 @@ def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int,
     train = measure(slice(0, n_fit))
     held = measure(slice(n_fit, None)) if n_fit < scores.shape[0] else None
     checked = held if held is not None else train
-    multipliers = [r["multiplier"] for r in result.constraint_curve[-1]] if result.constraint_curve else \
-        [0.0] * len(constraints)
+    curve = result.constraint_curve or []
+    multipliers = [r["multiplier"] for r in curve[-1]] if curve else [0.0] * len(constraints)
     entries = [dict(constraint=c.name, bound=c.at_most if c.at_most is not None else c.at_least,
                     train=_rounded(t["value"]), held_out=None if held is None else _rounded(held[j]["value"]),
                     held_out_se=None if held is None else _rounded(held[j]["noise"]),
                     met=bool(largest_excess([checked[j]]) <= 0),
                     feasible=bool(largest_excess([t]) <= 0 and (held is None or
                                                                 largest_excess([held[j]], within_noise=True) <= 0)),
-                    multiplier=m)
+                    multiplier=m, train_curve=[record[j]["value"] for record in curve],
+                    multiplier_curve=[record[j]["multiplier"] for record in curve])
                for j, (c, t, m) in enumerate(zip(constraints, train, multipliers))]
     excess = result.validation_excess
     feasible_epochs = None if excess is None else int(sum(e <= 0 for e in excess))  # held out and fit rows
@@ -94,7 +99,8 @@ def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int,
                   f"({excess[result.best_epoch]:.4f})")
     return dict(constraints=entries, feasible=all(e["feasible"] for e in entries),
                 checked_on="train" if held is None else "held_out", best_epoch=result.best_epoch,
-                feasible_epochs=feasible_epochs, chosen=chosen)
+                feasible_epochs=feasible_epochs, chosen=chosen,
+                held_out_excess=None if excess is None else [float(e) for e in excess])
 
 
 class ConstrainedFitSteps:

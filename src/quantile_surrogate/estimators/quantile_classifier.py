@@ -226,10 +226,12 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
     constraint_report_ : dict or None
         With ``constraints``: ``constraints`` (per constraint its ``constraint`` name, ``bound``, exact
         ``train`` and ``held_out`` value at the deployed threshold, a list per group for
-        ``in_each_group``, ``met`` on the held-out rows, and the final ``multiplier``),
-        ``feasible`` (all met), ``checked_on`` ("held_out", or "train" without held-out rows),
-        ``best_epoch``, ``feasible_epochs`` (how many epochs of the kept restart met every constraint
-        held out) and ``chosen`` (the choice in words). With ``refit=True`` the held-out rows were
+        ``in_each_group``, ``met`` on the held-out rows, the final ``multiplier``, and per epoch
+        ``train_curve`` and ``multiplier_curve``: the value on the fit rows that each multiplier step
+        read, and the multiplier after it), ``feasible`` (all met), ``checked_on`` ("held_out", or
+        "train" without held-out rows), ``best_epoch``, ``feasible_epochs`` (how many epochs of the kept
+        restart met every constraint held out), ``chosen`` (the choice in words) and ``held_out_excess``
+        (per epoch, 0 the start, the largest excess the selection read; None without held-out rows). With ``refit=True`` the held-out rows were
         trained on at the end, so their values are no longer held out.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
