@@ -108,6 +108,33 @@ def test_the_multiplier_step_reads_the_model_on_every_row_at_its_exact_threshold
     assert model.training  # predict_scores restored the mode
 
 
+def test_with_a_threshold_per_group_the_multiplier_step_reads_each_groups_exact_threshold():
+    # Brute force: at a 30 % rate in each group the thresholds select each group's top ceil(0.3 n_g) rows (distinct
+    # scores); the step reads the false positive rate over all rows there, and every row's weight counts.
+    X, y, g = _data(400, seed=4)
+    w = torch.as_tensor(np.random.default_rng(4).integers(1, 3, size=400)).double()
+    data = TrainingData(X, y.bool(), torch.ones(400, dtype=torch.bool), groups=g, weight=w, constraint_groups=g)
+    term = _constrained.ConstraintTerm([rate("fpr", at_most=0.1)], data, step_size=1.0, surrogate="sigmoid",
+                                       objective="precision_at_rate", target=0.3)
+    model = torch.nn.Linear(3, 1, dtype=torch.float64)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0, 0.0, 0.5]], dtype=torch.float64))
+        model.bias.zero_()
+    s, labels, groups, weights = X[:, 0].numpy() + 0.5 * X[:, 2].numpy(), y.numpy(), g.numpy(), w.numpy()
+    selected = np.zeros(400, dtype=bool)
+    for k in (0, 1):
+        rows = np.flatnonzero(groups == k)
+        order = rows[np.argsort(-s[rows])]
+        mass = np.cumsum(weights[order])
+        selected[order[:int(np.searchsorted(mass, 0.3 * weights[rows].sum() - 1e-9)) + 1]] = True
+    negatives = labels == 0
+    fpr = weights[selected & negatives].sum() / weights[negatives].sum()
+    term.end_epoch(model)
+    (entry,) = term.record
+    assert entry["value"] == pytest.approx(fpr, abs=1e-12)
+    assert entry["multiplier"] == pytest.approx(max(0.0, fpr - 0.1), abs=1e-12)
+
+
 def test_minibatch_constraint_rows_keep_every_cell_and_weigh_it_to_its_size():
     n = 5000
     g = torch.zeros(n, dtype=torch.long)
