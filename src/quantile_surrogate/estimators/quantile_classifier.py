@@ -231,8 +231,9 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
         read, and the multiplier after it), ``feasible`` (all met), ``checked_on`` ("held_out", or
         "train" without held-out rows), ``best_epoch``, ``feasible_epochs`` (how many epochs of the kept
         restart met every constraint held out), ``chosen`` (the choice in words) and ``held_out_excess``
-        (per epoch, 0 the start, the largest excess the selection read; None without held-out rows). With ``refit=True`` the held-out rows were
-        trained on at the end, so their values are no longer held out.
+        (per epoch, 0 the start, the largest excess the selection read; None without held-out rows).
+        With ``refit=True`` the held-out rows were trained on at the end, so their values are no longer
+        held out.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 

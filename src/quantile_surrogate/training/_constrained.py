@@ -11,8 +11,8 @@ two equal groups at 128 rows each, more than a bound of 0.05), and a multiplier 
 without end. Not on the epoch's constraint rows either, each compared with its own step's threshold
 (the rule before 2026-11-28): a minibatch's threshold is noisy, and the gap it measures is not the
 deployed one. On UCI Adult (race, a 10 % rate, a selection-rate gap of at most 0.05, 1,163-row
-minibatches) that measure settled at the bound (0.044 to 0.054 over the last 100 of 200 epochs)
-while the gap at the exact threshold on the same rows stayed at 0.063, and the multiplier at 0.14.
+minibatches) that measure settled at the bound (0.043 to 0.058 over the last 100 of 200 epochs, mean
+0.050) while the gap at the exact threshold on the same rows ended at 0.063, and the multiplier at 0.14.
 
 **The constraint rows of a minibatch step** are drawn as Algorithm 1 draws ``A_b``: a separate
 sample, here stratified by (group, class), :data:`CELL_ROWS` rows of each cell with replacement

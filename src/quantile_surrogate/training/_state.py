@@ -137,7 +137,8 @@ class TrainResult:
     the epoch, and ``multiplier``)."""
     validation_excess: list | None = None
     """With ``constraints`` and ``validation``: per epoch (entry 0: the start) the largest excess of a
-    constraint over its bound on the validation rows (<= 0: every constraint met there)."""
+    constraint over its bound, on the training rows or on the validation rows beyond one standard error
+    there, at the deployed threshold (<= 0: every constraint met in that sense; inf: a random start)."""
 
 
 @dataclass
