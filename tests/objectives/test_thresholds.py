@@ -228,3 +228,24 @@ def test_a_single_row_never_warns_of_ties(name):
                                  sample_weight=[1, 5, 1])
     with pytest.warns(TiedScoresWarning):  # two rows tied at the boundary do warn
         constraint_threshold([0.5, 0.5], [positive] * 2, objective=name, target=0.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-4, 4), st.booleans()), min_size=1, max_size=60), st.sampled_from(NAMES),
+       st.floats(0.01, 0.99), st.booleans())
+def test_the_unweighted_selection_equals_the_sorted_path(rows, name, target, spread):
+    # Reference: weights of 1 take the sorting path (cumulative sums of ones); unweighted finite scores take one
+    # selection (np.partition). Small integer scores make ties common; `spread` adds distinct fractions.
+    values = np.array([float(v) + (0.001 * i if spread else 0.0) for i, (v, _) in enumerate(rows)])
+    labels = np.array([int(p) for _, p in rows])
+    subset = labels == 1 if OBJECTIVES[name].subset == "positives" else (
+        labels == 0 if OBJECTIVES[name].subset == "negatives" else np.ones(labels.size, dtype=bool))
+    if not subset.any():
+        return
+    outcomes = []
+    for weight in (None, np.ones(labels.size)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            theta = constraint_threshold(values, labels, objective=name, target=target, sample_weight=weight)
+        outcomes.append((theta, [str(w.message) for w in caught]))
+    assert outcomes[0] == outcomes[1]

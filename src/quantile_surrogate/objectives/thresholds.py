@@ -170,28 +170,39 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
         keep = weight > 0
         scores, weight, positive = scores[keep], weight[keep], positive[keep]
     in_subset = spec.subset_mask(positive)
-    order = np.argsort(-scores[in_subset], kind="stable")
-    subset_scores, cumulative = scores[in_subset][order], np.cumsum(weight[in_subset][order])
-    if subset_scores.size == 0:
+    subset = scores[in_subset]
+    if subset.size == 0:
         raise ValueError(EMPTY_CONSTRAINT_MESSAGE.format(
             objective=objective, weighted="" if sample_weight is None else " of positive `sample_weight`"))
+    # Unweighted and finite, the boundary is an order statistic: one selection (O(n)) gives the value that the
+    # sort gives (the cumulative weights are then 1, 2, ..., exact in float64); NaN sorts differently in the two.
+    select = sample_weight is None and bool(np.isfinite(subset).all())
+    if select:
+        cumulative = np.arange(1.0, subset.size + 1.0)
+    else:
+        order = np.argsort(-subset, kind="stable")
+        subset_scores, cumulative = subset[order], np.cumsum(weight[in_subset][order])
     total = float(cumulative[-1])
     k = allowed_count(spec, total, target)
     slack = 1e-9 * total  # cumulative weights are sums of floats
     if spec.bound == "at_most":
         index = int(np.searchsorted(cumulative, k + slack, side="right"))  # the first score whose mass exceeds k
-        if index >= subset_scores.size:
+        if index >= subset.size:
             return float(np.min(scores) - 1.0)
-        boundary = subset_scores[index]
+    else:
+        index = min(int(np.searchsorted(cumulative, k - slack)), subset.size - 1)
+    # The (index + 1)-th largest score of A.
+    boundary = np.partition(subset, subset.size - 1 - index)[subset.size - 1 - index] if select else \
+        subset_scores[index]
+    if spec.bound == "at_most":
         higher = scores[scores > boundary]
         theta = float((boundary + higher.min()) / 2 if higher.size else boundary + 1.0)
     else:
-        boundary = subset_scores[min(int(np.searchsorted(cumulative, k - slack)), subset_scores.size - 1)]
         lower = scores[scores < boundary]
         theta = float((boundary + lower.max()) / 2 if lower.size else boundary - 1.0)
-    above = float(weight[in_subset][scores[in_subset] > theta].sum())
+    above = float(np.count_nonzero(subset > theta)) if select else float(weight[in_subset][subset > theta].sum())
     # Only rows tied at the boundary are the warning's subject: a single row's weight cannot be split either.
-    if abs(above - k) > slack and int(np.count_nonzero(subset_scores == boundary)) > 1:
+    if abs(above - k) > slack and int(np.count_nonzero(subset == boundary)) > 1:
         warnings.warn(TIED_SCORES_MESSAGE.format(
             above=f"{above:g}", size=f"{total:g}", subset=spec.subset, achieved=above / total, target=target,
             bound="at least" if spec.bound == "at_least" else "at most", wanted=f"{k:g}",
