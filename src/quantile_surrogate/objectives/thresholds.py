@@ -163,9 +163,8 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     spec = get_objective(objective)
     target = check_target(target, "target")
     scores, positive = _scores_and_positives(scores, labels)
-    if sample_weight is None:
-        weight = np.ones(scores.shape[0])
-    else:  # rows of weight 0 are absent
+    weight = None  # unweighted: every row's weight is 1
+    if sample_weight is not None:  # rows of weight 0 are absent
         weight = check_sample_weight(sample_weight, scores.shape[0])
         keep = weight > 0
         scores, weight, positive = scores[keep], weight[keep], positive[keep]
@@ -174,14 +173,13 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     if subset.size == 0:
         raise ValueError(EMPTY_CONSTRAINT_MESSAGE.format(
             objective=objective, weighted="" if sample_weight is None else " of positive `sample_weight`"))
-    # Unweighted and finite, the boundary is an order statistic: one selection (O(n)) gives the value that the
-    # sort gives (the cumulative weights are then 1, 2, ..., exact in float64); NaN sorts differently in the two.
-    select = sample_weight is None and bool(np.isfinite(subset).all())
-    if select:
-        cumulative = np.arange(1.0, subset.size + 1.0)
-    else:
+    # Unweighted, the cumulative weights are 1, 2, ... (exact in float64) in any order, and with finite scores the
+    # boundary is an order statistic: one selection (O(n)) gives the value the sort gives (NaN sorts differently).
+    select = weight is None and bool(np.isfinite(subset).all())
+    if not select:
         order = np.argsort(-subset, kind="stable")
-        subset_scores, cumulative = subset[order], np.cumsum(weight[in_subset][order])
+        subset_scores = subset[order]
+    cumulative = np.arange(1.0, subset.size + 1.0) if weight is None else np.cumsum(weight[in_subset][order])
     total = float(cumulative[-1])
     k = allowed_count(spec, total, target)
     slack = 1e-9 * total  # cumulative weights are sums of floats
@@ -200,7 +198,7 @@ def constraint_threshold(scores, labels, *, objective: str, target: float, sampl
     else:
         lower = scores[scores < boundary]
         theta = float((boundary + lower.max()) / 2 if lower.size else boundary - 1.0)
-    above = float(np.count_nonzero(subset > theta)) if select else float(weight[in_subset][subset > theta].sum())
+    above = float(np.count_nonzero(subset > theta) if weight is None else weight[in_subset][subset > theta].sum())
     # Only rows tied at the boundary are the warning's subject: a single row's weight cannot be split either.
     if abs(above - k) > slack and int(np.count_nonzero(subset == boundary)) > 1:
         warnings.warn(TIED_SCORES_MESSAGE.format(
