@@ -33,7 +33,8 @@ committed table)::
 
 ``--max-rows N`` subsamples larger sets (seeded, stratified; the table says so); ``--set
 name=value`` changes a QuantileBoostingClassifier parameter (ablations, e.g. ``--set bandwidth=0.05``),
-``--qc-set name=value`` a QuantileClassifier one (e.g. ``--qc-set selection_se=0``);
+``--qc-set name=value`` a QuantileClassifier one (e.g. ``--qc-set selection_se=0``); ``--points
+objective:target,...`` replaces the two operating points (e.g. ``--points precision_at_rate:0.01``);
 ``--timing`` times LightGBM's log-loss fit against QuantileBoostingClassifier on all of
 33_skin; ``--quick`` is a seconds-long smoke run on Ionosphere and Housing (the tests use it).
 
@@ -132,11 +133,26 @@ def make(method, objective, target, seed, rounds, quick, overrides=None, qc_over
     return model, lambda X: model.decision_function(X)
 
 
-def run_split(name, X, y, split, methods, rounds, quick, overrides=None, qc_overrides=None):
+def operating_points(text: str) -> tuple:
+    """``"objective:target,..."`` as ``((objective, target), ...)``; ValueError naming ``--points`` otherwise."""
+    points = []
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        objective, _, target = item.partition(":")
+        try:
+            get_objective(objective)
+            points.append((objective, float(target)))
+        except (ValueError, KeyError) as error:
+            raise ValueError(f"--points: {item!r} is not OBJECTIVE:TARGET (e.g. precision_at_rate:0.01): {error}") from None
+    if not points:
+        raise ValueError("--points: give at least one OBJECTIVE:TARGET, e.g. precision_at_rate:0.01")
+    return tuple(points)
+
+
+def run_split(name, X, y, split, methods, rounds, quick, overrides=None, qc_overrides=None, points=OPERATING_POINTS):
     torch.set_num_threads(1)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, stratify=y, random_state=split)
     rows = []
-    for objective, target in OPERATING_POINTS:
+    for objective, target in points:
         for method in methods:
             model, scores = make(method, objective, target, split, rounds, quick, overrides, qc_overrides)
             start = time.perf_counter()
@@ -157,7 +173,7 @@ def subsample(X, y, max_rows, seed=0):
 
 
 def run(datasets=None, splits=5, data=DEFAULT_DATA, methods=METHODS, max_rows=None, rounds=100, n_jobs=1,
-        quick=False, overrides=None, qc_overrides=None, first_split=0):
+        quick=False, overrides=None, qc_overrides=None, first_split=0, points=OPERATING_POINTS):
     """One row per (set, operating point, method, split): the test metric and the fit time."""
     if quick:
         datasets, splits, rounds = datasets or PACKAGED, 1, 10
@@ -169,7 +185,7 @@ def run(datasets=None, splits=5, data=DEFAULT_DATA, methods=METHODS, max_rows=No
         X, y = subsample(X, y, max_rows)
         tasks += [(name, X, y, split) for split in range(first_split, first_split + splits)]
     results = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(run_split)(name, X, y, split, methods, rounds, quick, overrides, qc_overrides)
+        delayed(run_split)(name, X, y, split, methods, rounds, quick, overrides, qc_overrides, points)
         for name, X, y, split in tasks)
     results = list(tqdm(results, total=len(tasks), desc="(set, split)", unit="split", disable=quick))
     frame = pd.DataFrame([row for rows in results for row in rows])
@@ -307,6 +323,9 @@ def main(argv=None):
                         help="a QuantileBoostingClassifier parameter to change (a Python literal), for ablations")
     parser.add_argument("--qc-set", action="append", default=[], metavar="NAME=VALUE",
                         help="a QuantileClassifier parameter to change (a Python literal), e.g. selection_se=0")
+    parser.add_argument("--points", default=None, metavar="OBJECTIVE:TARGET,...",
+                        help="operating points instead of precision at recall 0.9 and at a 5 %% rate, "
+                             "e.g. precision_at_rate:0.01")
     parser.add_argument("--compare", action="append", default=[], metavar="CSV",
                         help="committed per-split CSV(s) to re-run and compare (the behaviour check)")
     parser.add_argument("--atol", type=float, default=1e-10, help="tolerance of --compare")
@@ -332,8 +351,12 @@ def main(argv=None):
         overrides, qc_overrides = assignments(args.set, "--set"), assignments(args.qc_set, "--qc-set")
     except ValueError as error:
         parser.error(str(error))
+    try:
+        points = OPERATING_POINTS if args.points is None else operating_points(args.points)
+    except ValueError as error:
+        parser.error(str(error))
     frame = run(datasets, args.splits, args.data, methods, args.max_rows, args.rounds,
-                args.n_jobs, args.quick, overrides, qc_overrides, args.first_split)
+                args.n_jobs, args.quick, overrides, qc_overrides, args.first_split, points)
     if overrides:
         print(f"QuantileBoostingClassifier parameters changed: {overrides}\n")
     if qc_overrides:

@@ -72,6 +72,24 @@ def test_benchmark_refuses_an_unknown_method(capsys):
     assert "unknown ['bogus']" in capsys.readouterr().err
 
 
+
+def test_points_are_parsed_and_a_bad_one_is_one_line_naming_the_option(capsys):
+    bench = load("real_data")
+    assert bench.operating_points("precision_at_rate:0.01, precision_at_recall:0.98") == (
+        ("precision_at_rate", 0.01), ("precision_at_recall", 0.98))
+    for bad, why in (("precision_at_rate", "could not convert"), ("bogus:0.1", "must be one of"), (" , ", "at least one")):
+        with pytest.raises(SystemExit):
+            bench.main(["--points", bad])
+        err = capsys.readouterr().err
+        assert "--points" in err and why in err and "Traceback" not in err
+
+
+def test_points_replace_the_operating_points_of_every_row():
+    rows = load("real_data").run(datasets=("ionosphere",), quick=True, methods=("logistic",),
+                                 points=(("precision_at_rate", 0.19),))
+    assert set(zip(rows.objective, rows.target)) == {("precision_at_rate", 0.19)}
+
+
 def test_several_csv_files_are_read_as_one(tmp_path, capsys):
     linear = frame({"quantile_linear": [0.5, 0.6], "logistic": [0.5, 0.5]})
     (tmp_path / "a.csv").write_text(linear[linear.split == 0].to_csv(index=False))
