@@ -6,8 +6,15 @@ import torch
 
 from quantile_surrogate import train
 from quantile_surrogate.constraints import ConstraintSet, gap, rate
-from quantile_surrogate.training import _constrained
+from quantile_surrogate.training import _constrained, _reweighted_start
 from quantile_surrogate.training._state import TrainingData
+
+
+@pytest.fixture(autouse=True)
+def plain_start(monkeypatch):
+    """The multipliers' tests start where the plain logistic start is: no reweighted refit (0 rounds; the reweighted
+    start, which would meet these gaps before the first epoch, has tests/training/test_reweighted_start.py)."""
+    monkeypatch.setattr(_reweighted_start, "ROUNDS", 0)
 
 
 def _data(n=1200, seed=0):

@@ -281,6 +281,9 @@ def train(
         constraint rows per (group, class) cell (:mod:`._constrained`). With ``validation``
         the validation value starts with ``-max(0, largest excess)`` there: every restart keeps its
         best epoch that meets every constraint on the validation rows, or the one closest to it.
+        Where every constraint is a gap of the recall, the false positive rate or the positive rate,
+        a logistic start (``init="logistic"``, or restart 0 of ``"mixed"``) is first refitted with its
+        groups' rows reweighted until the gaps hold on the training rows (:mod:`._reweighted_start`).
         Per-group and gap constraints need ``groups``. Not with a loader.
     constraint_step_size : float > 0, default=1.0
         :math:`\eta`, the multipliers' step, taken once per epoch.

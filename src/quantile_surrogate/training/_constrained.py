@@ -120,9 +120,9 @@ class ConstraintTerm:
         threshold = threshold.expand(scores.shape) if threshold.ndim == 0 else threshold[threshold_groups]
         return self.current.penalty(scores, labels, threshold, groups, row_weight)
 
-    def end_epoch(self, model) -> None:
-        """The multiplier step on ``model``'s exact excesses on every training row at its exact threshold there
-        (see the module docstring); ``record`` is its record."""
+    def scores_at_threshold(self, model) -> tuple:
+        """``(scores, threshold)`` of ``model`` on every training row: its exact threshold there (float64; with
+        threshold groups, each row's group's), the one an estimator deploys."""
         data = self.data
         scores = predict_scores(model, data.X)
         numpy = lambda t: t.cpu().numpy()  # noqa: E731
@@ -130,8 +130,13 @@ class ConstraintTerm:
         threshold = self._exact_threshold(numpy(scores.double()), numpy(data.labels), weight,
                                           None if data.groups is None else numpy(data.groups))
         threshold = torch.as_tensor(threshold, dtype=torch.float64, device=scores.device)
-        if threshold.ndim:
-            threshold = threshold[data.groups]
+        return scores, (threshold[data.groups] if threshold.ndim else threshold)
+
+    def end_epoch(self, model) -> None:
+        """The multiplier step on ``model``'s exact excesses on every training row at its exact threshold there
+        (see the module docstring); ``record`` is its record."""
+        data = self.data
+        scores, threshold = self.scores_at_threshold(model)
         self.record = self.current.update(scores.double(), data.labels, threshold, data.constraint_groups,
                                           data.weight)
         self._fit_scores = scores

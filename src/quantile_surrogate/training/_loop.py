@@ -29,6 +29,7 @@ from .._utils.checks import all_finite
 from .._utils.errors import TrainingDivergedError
 from .._utils.seeding import clone_state, draw_seed, restart_seeds, seed_torch
 from ._state import Candidate, LoopState, RunState, TrainingData, TrainingSettings, TrainResult
+from ._reweighted_start import reweighted_start
 from ._steps import EpochSteps, parameters_changed
 from ..constraints import largest_excess
 from ..metrics._held_out import held_out_metric
@@ -208,14 +209,18 @@ class TrainingLoop:
     def fit_logistic_start(self, model) -> None:
         """The logistic start: penalised (weighted) maximum likelihood, ``alpha = init_alpha`` or ``1 / sum(w)``.
 
-        Without weights ``sum(w)`` is ``n``, every row of weight one.
+        Without weights ``sum(w)`` is ``n``, every row of weight one. With gap constraints it is then
+        reweighted by group until they hold on the training rows (:mod:`._reweighted_start`).
         """
         data, alpha = self.data, self.settings.init_alpha
         if data.weight is None:
-            fit_logistic(model, data.X, data.labels, alpha=alpha if alpha is not None else 1 / data.n)
+            alpha = alpha if alpha is not None else 1 / data.n
+            fit_logistic(model, data.X, data.labels, alpha=alpha)
         else:
             alpha = alpha if alpha is not None else 1 / float(data.weight.sum())
             fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=data.weight.to(data.X.dtype))
+        if self.constraints is not None:
+            reweighted_start(model, self.constraints, alpha)
 
     def _start_run(self, restart: int, model_seed: int):
         """A new restart: a fresh model (random, logistic or given start) and optimizer, and its state."""
