@@ -94,7 +94,7 @@ def reweighted_start(model, term, alpha: float) -> int:
     ``term`` is the fit's :class:`~._constrained.ConstraintTerm`; ``alpha`` the start's penalty. Returns the first
     round whose refit holds them (0: the plain start held them already), or 0 with the plain start restored where
     none does within :data:`ROUNDS` rounds, or as soon as the largest excess over the bounds minus :data:`MARGIN`
-    falls too slowly to reach 0 in the rounds left (its mean fall per refit so far, times those rounds). (Keeping
+    falls too slowly to reach 0 in the rounds left (its fall in the last refit, times those rounds). (Keeping
     the least violating refit instead was measured and lost: docs/constraints.md.)
     """
     if not applies(term.template.constraints):
@@ -105,16 +105,15 @@ def reweighted_start(model, term, alpha: float) -> int:
     cells = data.constraint_groups * 2 + data.labels.long()
     log_weight = torch.zeros(term.template.n_groups, 2, dtype=torch.float64)
     plain = {k: v.clone() for k, v in model.state_dict().items()}
-    first = None
+    last = None
     for round_ in range(ROUNDS + 1):
         gaps = _gaps(term, model)
         excess = _excess(gaps)
         if excess <= 0:
             return round_
-        first = excess if first is None else first
-        pace = (first - excess) / max(round_, 1)  # the largest excess's mean fall per refit so far
-        if round_ == ROUNDS or (round_ and excess >= pace * (ROUNDS - round_)):
-            break  # at that pace the rounds left cannot bring it to 0
+        if round_ == ROUNDS or (last is not None and excess >= (last - excess) * (ROUNDS - round_)):
+            break  # at the last refit's pace the rounds left cannot bring it to 0
+        last = excess
         log_weight += _step(gaps)
         log_weight -= log_weight.mean()
         weight = base * torch.exp(log_weight).reshape(-1).to(device=data.device, dtype=base.dtype)[cells]
