@@ -113,14 +113,17 @@ def test_a_gap_no_round_meets_falls_back_to_the_plain_start_bit_for_bit(monkeypa
 
 
 def test_a_positive_rate_gap_moves_both_classes_weights_and_a_false_positive_rate_gap_the_negatives():
-    gaps = [("positive_rate", BOUND, torch.tensor([0.05, 0.15]), torch.tensor([True, True]))]
-    step = _reweighted_start._step(gaps)
+    def gap(rate, rates, seen=None):  # _gaps' entry: the gap of 0.1 or 0.2 here is above 0.05 - MARGIN
+        rates = torch.tensor(rates)
+        seen = torch.ones(len(rates), dtype=torch.bool) if seen is None else torch.tensor(seen)
+        return rate, float(rates[seen].max() - rates[seen].min()) - (BOUND - MARGIN), rates, seen
+
+    step = _reweighted_start._step([gap("positive_rate", [0.05, 0.15])])
     assert step[:, 1].tolist() == pytest.approx([STEP * 0.025, -STEP * 0.025])
     assert step[:, 0].tolist() == pytest.approx([-STEP * 0.025, STEP * 0.025])
-    step = _reweighted_start._step([("false_positive_rate", BOUND, torch.tensor([0.05, 0.15]),
-                                     torch.tensor([True, True]))])
+    step = _reweighted_start._step([gap("false_positive_rate", [0.05, 0.15])])
     assert step[:, 1].tolist() == [0.0, 0.0] and step[:, 0].tolist() == pytest.approx([-STEP * 0.05, STEP * 0.05])
     # A gap inside its bound minus the margin moves nothing; an unseen group is not moved.
-    assert not _reweighted_start._step([("recall", BOUND, torch.tensor([0.5, 0.51]), torch.tensor([True, True]))]).any()
-    step = _reweighted_start._step([("recall", BOUND, torch.tensor([0.4, 0.6, 0.0]), torch.tensor([True, True, False]))])
+    assert not _reweighted_start._step([gap("recall", [0.5, 0.51])]).any()
+    step = _reweighted_start._step([gap("recall", [0.4, 0.6, 0.0], [True, True, False])])
     assert step[2].tolist() == [0.0, 0.0] and step[0, 1] > 0 > step[1, 1]

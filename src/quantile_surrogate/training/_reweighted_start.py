@@ -52,8 +52,9 @@ def applies(constraints) -> bool:
 
 
 def _gaps(term, model) -> list:
-    """Per constraint ``(rate, bound, per-group rates, groups seen)`` of ``model`` on the training rows, at the
-    threshold an estimator deploys (:meth:`~._constrained.ConstraintTerm.scores_at_threshold`)."""
+    """Per constraint ``(rate, excess, per-group rates, groups seen)`` of ``model`` on the training rows, at the
+    threshold an estimator deploys (:meth:`~._constrained.ConstraintTerm.scores_at_threshold`); ``excess`` is
+    its gap over the seen groups minus its bound minus :data:`MARGIN` (<= 0: it holds with the margin)."""
     data = term.data
     with torch.no_grad():
         scores, threshold = term.scores_at_threshold(model)
@@ -62,20 +63,17 @@ def _gaps(term, model) -> list:
     for constraint in term.template.constraints:
         rates, counts = exact_rates(scores.double(), data.labels.bool(), threshold, constraint.rate,
                                     data.constraint_groups, term.template.n_groups, weight)
-        out.append((constraint.rate, constraint.at_most, rates.cpu(), counts.cpu() > 0))
+        rates, seen = rates.cpu(), counts.cpu() > 0
+        excess = float(rates[seen].max() - rates[seen].min()) - (constraint.at_most - MARGIN)
+        out.append((constraint.rate, excess, rates, seen))
     return out
-
-
-def _excess(gaps) -> float:
-    """The largest amount by which a gap exceeds its bound minus :data:`MARGIN` (<= 0: every gap holds)."""
-    return max(float(rates[seen].max() - rates[seen].min()) - (bound - MARGIN) for _, bound, rates, seen in gaps)
 
 
 def _step(gaps) -> torch.Tensor:
     """The log-weight step of every (group, class) against the gaps not yet :data:`MARGIN` inside their bound."""
     step = torch.zeros(len(gaps[0][2]), 2, dtype=torch.float64)
-    for rate, bound, rates, seen in gaps:
-        if float(rates[seen].max() - rates[seen].min()) <= bound - MARGIN:
+    for rate, excess, rates, seen in gaps:
+        if excess <= 0:
             continue
         below = torch.where(seen, rates[seen].mean() - rates, torch.zeros_like(rates))  # > 0: a group's rate is low
         if rate == "recall":
@@ -108,7 +106,7 @@ def reweighted_start(model, term, alpha: float) -> int:
     last = None
     for round_ in range(ROUNDS + 1):
         gaps = _gaps(term, model)
-        excess = _excess(gaps)
+        excess = max(e for _, e, _, _ in gaps)  # the largest: <= 0 when every gap holds with the margin
         if excess <= 0:
             return round_
         if round_ == ROUNDS or (last is not None and excess >= (last - excess) * (ROUNDS - round_)):
