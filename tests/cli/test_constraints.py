@@ -81,6 +81,7 @@ def test_fit_trains_one_group_blind_threshold_and_reports_each_constraint(constr
                   "the fit counts as met")
         verdict = "met" if entry["met"] else within if entry["feasible"] else "NOT MET"
         assert line.endswith(", " + verdict)
+    assert f"  start: {report['start']['description']}" in err.splitlines()
     assert f"  chosen: {report['chosen']}" in err.splitlines()
     # predict needs no group column: one threshold for every row
     train, _ = files
@@ -92,7 +93,8 @@ def test_fit_trains_one_group_blind_threshold_and_reports_each_constraint(constr
 
 
 def test_a_constraint_kept_within_its_noise_says_so_with_the_standard_error():
-    report = {"checked_on": "held_out", "chosen": "epoch 3", "constraints": [
+    report = {"checked_on": "held_out", "chosen": "epoch 3", "start": {"description": "a random start"},
+              "constraints": [
         dict(train=0.02, held_out=0.134, held_out_se=0.091, met=False, feasible=True),
         dict(train=[0.81, 0.8], held_out=[0.7, 0.82], held_out_se=[0.12, 0.05], met=False, feasible=True),
         dict(train=0.2, held_out=0.3, held_out_se=0.01, met=False, feasible=False),
@@ -103,6 +105,7 @@ def test_a_constraint_kept_within_its_noise_says_so_with_the_standard_error():
                              "fit counts as met")
     assert "within one standard error (a 0.1200, b 0.0500) of the bound" in lines[2]
     assert lines[3].endswith("held out 0.3000, NOT MET") and lines[4].endswith(", met")
+    assert lines[5:] == ["  start: a random start", "  chosen: epoch 3"]
 
 
 def cells(out, text):

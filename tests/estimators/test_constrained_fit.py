@@ -64,6 +64,29 @@ def test_the_report_without_held_out_rows_is_the_numpy_value_at_the_threshold():
     assert entries[2]["met"] == (min(recalls) >= 0.6)
 
 
+def test_the_report_says_how_the_logistic_start_was_reweighted_by_group():
+    X, y, g = _data()
+    clf = QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=0.05)], max_epochs=3,
+                             random_state=0).fit(X, y, sensitive_features=g)
+    start = clf.constraint_report_["start"]
+    assert start["kind"] == "logistic" and start["held"] and start["refits"] > 0 and start["margin"] == 0.01
+    # Group "b"'s positives rank lower, so they weigh more; a recall gap leaves the negatives' weights at 1; the
+    # cells' geometric mean is 1.
+    weights = start["weights"]
+    assert list(weights) == ["a", "b"] and weights["b"]["positives"] > 1 > weights["a"]["positives"]
+    assert weights["a"]["negatives"] == weights["b"]["negatives"] == 1.0
+    product = np.prod([w for cell in weights.values() for w in cell.values()])
+    assert product == pytest.approx(1.0, abs=1e-3)
+    assert start["description"] == (f"the logistic start refitted {start['refits']} times with row weights by (group, "
+                                    "class) until it had every gap 0.01 inside its bound on the training rows")
+    # A constraint that is not a gap of a class rate leaves the start plain, and the report says so.
+    plain = QuantileClassifier(target=0.8, constraints=[rate("recall", at_least=0.6, in_each_group=True)],
+                               max_epochs=3, random_state=0).fit(X, y, sensitive_features=g)
+    start = plain.constraint_report_["start"]
+    assert start["kind"] == "logistic" and start["refits"] == 0 and start["weights"] is None and start["held"] is None
+    assert start["description"].startswith("the plain logistic start (reweighted only where every constraint is a gap")
+
+
 def test_same_seed_same_model_and_no_randomised_prediction():
     X, y, g = _data(500)
     fits = [QuantileClassifier(target=0.8, constraints=[gap("recall", at_most=0.05)], max_epochs=15,

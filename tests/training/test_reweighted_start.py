@@ -25,14 +25,21 @@ def _data(n=1500, seed=0, lift=2.5):
     return X, y, g
 
 
-def _start(X, y, g, constraints, rounds=None, monkeypatch=None):
-    """The constrained fit's start (0 epochs): the reweighted one, or with ``rounds=0`` the plain one."""
+def _fit_start(X, y, g, constraints, rounds=None, monkeypatch=None):
+    """The constrained fit's start (0 epochs) as ``train`` returns it: the reweighted one, or with ``rounds=0``
+    the plain one."""
     if rounds is not None:
         monkeypatch.setattr(_reweighted_start, "ROUNDS", rounds)
     model = torch.nn.Linear(X.shape[1], 1, dtype=torch.float64)
     result = train(model, torch.as_tensor(X), torch.as_tensor(y), objective="precision_at_recall", target=TARGET,
                    max_epochs=0, init="logistic", constraints=constraints, groups=torch.as_tensor(g),
                    group_thresholds=False, random_state=0)
+    return result
+
+
+def _start(X, y, g, constraints, rounds=None, monkeypatch=None):
+    """The start's ``(coef, intercept)`` (see :func:`_fit_start`)."""
+    result = _fit_start(X, y, g, constraints, rounds, monkeypatch)
     return result.model.weight.detach().numpy().ravel(), float(result.model.bias.detach())
 
 
@@ -44,7 +51,8 @@ def _recall_gap(coef, intercept, X, y, g):
 
 
 def _reference(X, y, g):
-    """The same search in NumPy with scikit-learn's LogisticRegression(C=1) solved to convergence."""
+    """The same search in NumPy with scikit-learn's LogisticRegression(C=1) solved to convergence: the kept
+    ``(coef, intercept, refits, log-weights)``."""
     n, log_weight, last = len(y), np.zeros((2, 2)), None
     for round_ in range(ROUNDS + 1):
         w = np.exp(log_weight[g, y])
@@ -55,7 +63,7 @@ def _reference(X, y, g):
         recalls = np.array([(s[(g == k) & (y == 1)] > t).mean() for k in (0, 1)])
         excess = recalls.max() - recalls.min() - (BOUND - MARGIN)
         if excess <= 0:
-            return coef, intercept
+            return coef, intercept, round_, log_weight
         if last is not None and excess >= (last - excess) * (ROUNDS - round_):
             break
         last = excess
@@ -68,18 +76,26 @@ def test_the_start_is_reweighted_until_the_gap_holds_with_the_margin_as_the_scik
     X, y, g = _data()
     plain = _start(X, y, g, [gap("recall", at_most=BOUND)], rounds=0, monkeypatch=monkeypatch)
     monkeypatch.undo()
-    coef, intercept = _start(X, y, g, [gap("recall", at_most=BOUND)])
+    result = _fit_start(X, y, g, [gap("recall", at_most=BOUND)])
+    coef, intercept = result.model.weight.detach().numpy().ravel(), float(result.model.bias.detach())
     assert _recall_gap(*plain, X, y, g) > 0.15
     assert _recall_gap(coef, intercept, X, y, g) <= BOUND - MARGIN
-    ref_coef, ref_intercept = _reference(X, y, g)
+    ref_coef, ref_intercept, ref_refits, ref_log_weight = _reference(X, y, g)
     np.testing.assert_allclose(coef, ref_coef, atol=1e-5)
     assert intercept == pytest.approx(ref_intercept, abs=1e-5)
+    # The record says what was kept: the refits and each (group, class) weight factor, [negatives, positives].
+    record = result.start_reweighting
+    assert record["held"] and record["margin"] == MARGIN and record["refits"] == ref_refits > 0
+    np.testing.assert_allclose(record["weights"], np.exp(ref_log_weight), rtol=1e-12)
+    assert record["weights"][0][1] > 1 > record["weights"][1][1]  # group 0's positives weigh more
 
 
 def test_a_start_that_holds_the_gap_already_is_the_plain_start_bit_for_bit(monkeypatch):
     X, y, g = _data(lift=0.0)  # both groups alike but for the second feature: a small gap
     constraints = [gap("recall", at_most=0.3)]
-    reweighted = _start(X, y, g, constraints)
+    result = _fit_start(X, y, g, constraints)
+    reweighted = result.model.weight.detach().numpy().ravel(), float(result.model.bias.detach())
+    assert result.start_reweighting == dict(refits=0, held=True, weights=[[1.0, 1.0], [1.0, 1.0]], margin=MARGIN)
     plain = _start(X, y, g, constraints, rounds=0, monkeypatch=monkeypatch)
     assert _recall_gap(*plain, X, y, g) <= 0.3 - MARGIN
     np.testing.assert_array_equal(reweighted[0], plain[0])
@@ -91,6 +107,7 @@ def test_constraints_other_than_gaps_of_class_rates_leave_the_plain_start(monkey
     for constraints in ([rate("recall", at_least=0.7, in_each_group=True)],
                         [gap("recall", at_most=BOUND), rate("precision", at_least=0.2, in_each_group=True)]):
         assert not _reweighted_start.applies(constraints)
+        assert _fit_start(X, y, g, constraints).start_reweighting is None
         reweighted = _start(X, y, g, constraints)
         plain = _start(X, y, g, constraints, rounds=0, monkeypatch=monkeypatch)
         monkeypatch.undo()
@@ -104,10 +121,13 @@ def test_a_gap_no_round_meets_falls_back_to_the_plain_start_bit_for_bit(monkeypa
     refits = []
     original = _reweighted_start.fit_logistic
     monkeypatch.setattr(_reweighted_start, "fit_logistic", lambda *a, **k: refits.append(1) or original(*a, **k))
-    kept = _start(X, y, g, [gap("recall", at_most=0.0)])  # 0 - MARGIN: no start can hold it
+    result = _fit_start(X, y, g, [gap("recall", at_most=0.0)])  # 0 - MARGIN: no start can hold it
+    kept = result.model.weight.detach().numpy().ravel(), float(result.model.bias.detach())
     # It searched, and stopped before its last round: once the gap stalls near 0, the last refit's fall times the
     # rounds left cannot bring the excess (the gap + MARGIN) to 0.
     assert 0 < len(refits) < ROUNDS
+    assert result.start_reweighting == dict(refits=len(refits), held=False, weights=[[1.0, 1.0], [1.0, 1.0]],
+                                            margin=MARGIN)
     np.testing.assert_array_equal(kept[0], plain[0])
     assert kept[1] == plain[1]
 

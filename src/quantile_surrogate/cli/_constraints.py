@@ -112,6 +112,7 @@ def fit_report_lines(report: dict, texts, groups) -> list[str]:
     for text, entry in zip(texts, report["constraints"]):
         where = f", held out {_values(entry['held_out'], groups)}" if held else ""
         lines.append(f"  {text}: train {_values(entry['train'], groups)}{where}, {_verdict(entry, groups)}")
+    lines.append(f"  start: {report['start']['description']}")
     lines.append(f"  chosen: {report['chosen']}")
     return lines
 

@@ -43,11 +43,36 @@ def _rounded(value):
     return [round(v, 4) for v in value] if isinstance(value, list) else round(value, 4)
 
 
-def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int, result, weight=None) -> dict:
+def _start_entry(result, group_names) -> dict:
+    """``constraint_report_["start"]``: how the kept restart started, and the logistic start's reweighting by group."""
+    record = result.start_reweighting
+    if record is None:
+        description = {"random": "a random start", "model": "the model's own parameters"}.get(
+            result.start, "the plain logistic start (reweighted only where every constraint is a gap of the recall, "
+                          "the false positive rate or the positive rate)")
+        return dict(kind=result.start, refits=0, margin=None, held=None, weights=None, description=description)
+    names = [str(name) for name in group_names] if group_names is not None else list(range(len(record["weights"])))
+    weights = {name: dict(negatives=round(w[0], 4), positives=round(w[1], 4))
+               for name, w in zip(names, record["weights"])}
+    inside = f"every gap {record['margin']:g} inside its bound on the training rows"
+    if not record["held"]:
+        description = (f"the plain logistic start: {record['refits']} refits with reweighted groups did not bring "
+                       f"{inside}")
+    elif record["refits"] == 0:
+        description = f"the plain logistic start, which had {inside}"
+    else:
+        description = (f"the logistic start refitted {record['refits']} times with row weights by (group, class) "
+                       f"until it had {inside}")
+    return dict(kind="logistic", refits=record["refits"], margin=record["margin"], held=record["held"],
+                weights=weights if record["held"] else None, description=description)
+
+
+def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int, result, weight=None,
+                      group_names=None) -> dict:
     """Every constraint at the deployed ``threshold`` on the fit rows (``:n_fit``) and the held-out rows (the rest).
 
     Returns ``{"constraints": [...], "feasible", "checked_on", "best_epoch", "feasible_epochs", "chosen",
-    "held_out_excess"}``; each constraint's entry holds ``constraint`` (its name), ``bound``, ``train``
+    "held_out_excess", "start"}``; each constraint's entry holds ``constraint`` (its name), ``bound``, ``train``
     and ``held_out`` (its exact value; a list per group for ``in_each_group``; None without held-out
     rows), ``held_out_se`` (the binomial standard error of the held-out value), ``met`` (on the held-out
     rows, else on the training rows), ``feasible`` (the selection's test: met on the fit rows and within
@@ -56,7 +81,12 @@ def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int,
     the fit rows at its exact threshold there) and ``multiplier_curve`` (after that step). The report's
     ``feasible``: every constraint's; ``held_out_excess``: per epoch (0: the start) the largest excess
     the selection read, on the fit rows or held out beyond one standard error (at most 0: feasible;
-    ``inf`` for a random start), None without held-out rows.
+    ``inf`` for a random start), None without held-out rows. ``start``: the kept restart's start, ``kind``
+    ("logistic", "random", "model"), and for a logistic start with gap constraints its reweighting by group
+    (:mod:`~quantile_surrogate.training._reweighted_start`): ``refits``, ``margin``, ``held`` (the kept start has every gap
+    ``margin`` inside its bound on the training rows), ``weights`` (per group of ``group_names``, the factors of its
+    negatives' and positives' row weights, geometric mean 1; None where the plain start was restored), and a
+    ``description`` in words.
     """
     n_groups = None if codes is None else int(codes.max()) + 1
     evaluator = ConstraintSet(constraints, n_groups=max(n_groups or 2, 2))
@@ -100,7 +130,8 @@ def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int,
     return dict(constraints=entries, feasible=all(e["feasible"] for e in entries),
                 checked_on="train" if held is None else "held_out", best_epoch=result.best_epoch,
                 feasible_epochs=feasible_epochs, chosen=chosen,
-                held_out_excess=None if excess is None else [float(e) for e in excess])
+                held_out_excess=None if excess is None else [float(e) for e in excess],
+                start=_start_entry(result, group_names))
 
 
 class ConstrainedFitSteps:
@@ -150,7 +181,8 @@ class ConstrainedFitSteps:
             self.constraint_report_ = None
             return
         threshold = self.threshold_ if self.groups_ is None else np.asarray(self.group_thresholds_)
-        report = constraint_report(constraints, scores, y01, codes, threshold, n_fit, result, weight)
+        report = constraint_report(constraints, scores, y01, codes, threshold, n_fit, result, weight,
+                                   group_names=self.constraint_groups_)
         self.constraint_report_ = report
         if report["checked_on"] != "held_out":
             why = NO_HELD_OUT_SPLIT if self.early_stopping else NO_HELD_OUT_EARLY_STOPPING  # "auto" or True

@@ -230,8 +230,11 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
         ``train_curve`` and ``multiplier_curve``: the value on the fit rows that each multiplier step
         read, and the multiplier after it), ``feasible`` (all met), ``checked_on`` ("held_out", or
         "train" without held-out rows), ``best_epoch``, ``feasible_epochs`` (how many epochs of the kept
-        restart met every constraint held out), ``chosen`` (the choice in words) and ``held_out_excess``
-        (per epoch, 0 the start, the largest excess the selection read; None without held-out rows).
+        restart met every constraint held out), ``chosen`` (the choice in words), ``held_out_excess``
+        (per epoch, 0 the start, the largest excess the selection read; None without held-out rows) and
+        ``start`` (how the kept restart started; for a logistic start under gap constraints its ``refits``
+        with reweighted groups, whether the kept start ``held`` every gap ``margin`` inside its bound on the
+        training rows, each group's ``weights`` for its negatives and positives, and a ``description``).
         With ``refit=True`` the held-out rows were trained on at the end, so their values are no longer
         held out.
     n_features_in_ : int

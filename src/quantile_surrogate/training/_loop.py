@@ -204,13 +204,14 @@ class TrainingLoop:
                            validation_curve=best.validation_curve, best_epoch=best.best_epoch,
                            start=best.start, initial_state=best.initial_model,
                            threshold_curve=best.threshold_curve, constraint_curve=best.constraint_curve,
-                           validation_excess=best.validation_excess)
+                           validation_excess=best.validation_excess, start_reweighting=best.start_reweighting)
 
-    def fit_logistic_start(self, model) -> None:
+    def fit_logistic_start(self, model) -> dict | None:
         """The logistic start: penalised (weighted) maximum likelihood, ``alpha = init_alpha`` or ``1 / sum(w)``.
 
         Without weights ``sum(w)`` is ``n``, every row of weight one. With gap constraints it is then
-        reweighted by group until they hold on the training rows (:mod:`._reweighted_start`).
+        reweighted by group until they hold on the training rows (:mod:`._reweighted_start`), whose record
+        is returned (None: not reweighted).
         """
         data, alpha = self.data, self.settings.init_alpha
         if data.weight is None:
@@ -219,24 +220,23 @@ class TrainingLoop:
         else:
             alpha = alpha if alpha is not None else 1 / float(data.weight.sum())
             fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=data.weight.to(data.X.dtype))
-        if self.constraints is not None:
-            reweighted_start(model, self.constraints, alpha)
+        return None if self.constraints is None else reweighted_start(model, self.constraints, alpha)
 
     def _start_run(self, restart: int, model_seed: int):
         """A new restart: a fresh model (random, logistic or given start) and optimizer, and its state."""
         settings = self.settings
         seed_torch(model_seed, self.cuda)
         model = self.new_model()
-        start = "model" if settings.init == "model" else "random"
+        start, reweighting = ("model" if settings.init == "model" else "random"), None
         # "mixed" starts at random where the logistic start cannot fit X (not a matrix; train refuses "logistic").
         if settings.init == "logistic" or (settings.init == "mixed" and restart == 0 and self.data.tabular):
             start = "logistic"
-            self.fit_logistic_start(model)
+            reweighting = self.fit_logistic_start(model)
         # With validation the start's value is epoch 0's; early stopping then compares with it.
         patience = settings.n_iter_no_change if settings.early_stopping else None
         tol = 0.0 if self.validation is not None else settings.tol
         run = RunState(start=start, initial_model=clone_state(model.state_dict()),
-                       stopping=EarlyStopping(patience=patience, tol=tol))
+                       stopping=EarlyStopping(patience=patience, tol=tol), start_reweighting=reweighting)
         if self.constraints is not None:
             self.constraints.reset()
             run.constraint_curve, run.validation_excess = [], []
@@ -345,7 +345,7 @@ class TrainingLoop:
             validation_excess=run.validation_excess if validated else None,
             validation_curve=run.validation_curve if validated else None,
             best_epoch=run.stopping.best_epoch if validated else None,
-            best_value=run.stopping.best if validated else None)
+            best_value=run.stopping.best if validated else None, start_reweighting=run.start_reweighting)
         if state.best is None or candidate.beats(state.best, self.settings.select):
             state.best = candidate
         state.restart, state.run, state.finished = r + 1, None, r + 1 >= self.settings.n_restarts

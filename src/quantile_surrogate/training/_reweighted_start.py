@@ -86,17 +86,22 @@ def _step(gaps) -> torch.Tensor:
     return STEP * step
 
 
-def reweighted_start(model, term, alpha: float) -> int:
-    """Refit ``model`` (the fitted plain start) with reweighted groups until ``term``'s gaps hold; the round kept.
+def reweighted_start(model, term, alpha: float) -> dict | None:
+    r"""Refit ``model`` (the fitted plain start) with reweighted groups until ``term``'s gaps hold; what was kept.
 
-    ``term`` is the fit's :class:`~._constrained.ConstraintTerm`; ``alpha`` the start's penalty. Returns the first
-    round whose refit holds them (0: the plain start held them already), or 0 with the plain start restored where
+    ``term`` is the fit's :class:`~._constrained.ConstraintTerm`; ``alpha`` the start's penalty. The first round
+    whose refit holds them is kept (round 0: the plain start held them already); the plain start is restored where
     none does within :data:`ROUNDS` rounds, or as soon as the largest excess over the bounds minus :data:`MARGIN`
     falls too slowly to reach 0 in the rounds left (its fall in the last refit, times those rounds). (Keeping
     the least violating refit instead was measured and lost: docs/constraints.md.)
+
+    Returns None where it does not apply (:func:`applies`), else ``{"refits", "held", "weights", "margin"}``: the
+    refits made, whether the kept start holds every gap ``margin`` (:data:`MARGIN`) inside its bound on the
+    training rows, and per group ``[negatives, positives]`` the factors :math:`e^{\lambda[g, y]}` of the kept
+    start's row weights (geometric mean 1 over the cells; all 1 for the plain start).
     """
     if not applies(term.template.constraints):
-        return 0
+        return None
     data = term.data
     base = torch.ones(data.n, dtype=data.X.dtype, device=data.device) if data.weight is None \
         else data.weight.to(data.X.dtype)
@@ -108,7 +113,7 @@ def reweighted_start(model, term, alpha: float) -> int:
         gaps = _gaps(term, model)
         excess = max(e for _, e, _, _ in gaps)  # the largest: <= 0 when every gap holds with the margin
         if excess <= 0:
-            return round_
+            return dict(refits=round_, held=True, weights=torch.exp(log_weight).tolist(), margin=MARGIN)
         if round_ == ROUNDS or (last is not None and excess >= (last - excess) * (ROUNDS - round_)):
             break  # at the last refit's pace the rounds left cannot bring it to 0
         last = excess
@@ -117,4 +122,4 @@ def reweighted_start(model, term, alpha: float) -> int:
         weight = base * torch.exp(log_weight).reshape(-1).to(device=data.device, dtype=base.dtype)[cells]
         fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=weight * (base.sum() / weight.sum()))
     model.load_state_dict(plain)
-    return 0
+    return dict(refits=round_, held=False, weights=torch.ones_like(log_weight).tolist(), margin=MARGIN)

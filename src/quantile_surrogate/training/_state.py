@@ -139,6 +139,10 @@ class TrainResult:
     """With ``constraints`` and ``validation``: per epoch (entry 0: the start) the largest excess of a
     constraint over its bound, on the training rows or on the validation rows beyond one standard error
     there, at the deployed threshold (<= 0: every constraint met in that sense; inf: a random start)."""
+    start_reweighting: dict | None = None
+    """With gap constraints and a logistic start: how it was reweighted by group
+    (:func:`~quantile_surrogate.training._reweighted_start.reweighted_start`'s record: ``refits``, ``held``,
+    ``weights``, ``margin``); None otherwise."""
 
 
 @dataclass
@@ -242,6 +246,8 @@ class RunState:
     """With ``constraints``: the held-out excess of every validation (entry 0: the start)."""
     multipliers: dict | None = None
     """With ``constraints``, at a checkpoint: the multipliers and last record (``ConstraintTerm.state_dict``)."""
+    start_reweighting: dict | None = None
+    """The start's reweighting record (``TrainResult.start_reweighting``)."""
 
     def to_dict(self) -> dict:
         return dict(_plain(self), stopping=self.stopping.to_dict())
@@ -271,6 +277,7 @@ class Candidate:
     threshold_curve: list = field(default_factory=list)
     constraint_curve: list | None = None
     validation_excess: list | None = None
+    start_reweighting: dict | None = None
 
     def beats(self, other: "Candidate", select: str) -> bool:
         """Whether this restart is kept over ``other``: the higher best validation value with
