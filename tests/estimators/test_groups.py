@@ -6,6 +6,7 @@ The per-group thresholds that use these codes are tested through the estimators 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from quantile_surrogate.baselines import LogisticRegressionBaseline
 from quantile_surrogate.estimators._groups import (
     GROUPS_INCOMPARABLE_MESSAGE,
+    GROUPS_MISSING_LABELS_MESSAGE,
     GROUPS_MISSING_MESSAGE,
     GROUPS_NONFINITE_MESSAGE,
     GROUPS_SHAPE_MESSAGE,
@@ -44,7 +46,17 @@ def test_fit_refuses_a_wrong_shape_nan_and_labels_that_do_not_compare():
     with pytest.raises(ValueError, match=exact(GROUPS_NONFINITE_MESSAGE)):
         encode_groups(np.array([0.0, np.nan]), 2)
     with pytest.raises(TypeError, match=prefix(GROUPS_INCOMPARABLE_MESSAGE)):
-        encode_groups(np.array(["a", None], dtype=object), 2)
+        encode_groups(np.array(["a", 1], dtype=object), 2)
+    # Missing labels among strings (None, or NaN as pandas reads an empty cell of a text column): counted, the first
+    # row named, at fit and at prediction.
+    for missing in (None, np.nan, pd.NA):
+        groups = np.array(["a", "b", missing, "a", missing], dtype=object)
+        with pytest.raises(ValueError, match=exact(GROUPS_MISSING_LABELS_MESSAGE, count=2, row=2)):
+            encode_groups(groups, 5)
+        with pytest.raises(ValueError, match=exact(GROUPS_MISSING_LABELS_MESSAGE, count=2, row=2)):
+            group_codes(np.array(["a", "b"]), groups, 5)
+    with pytest.raises(ValueError, match=exact(GROUPS_MISSING_LABELS_MESSAGE, count=1, row=1)):
+        encode_groups(pd.Series(["a", None, "b"]), 3)
 
 
 def test_prediction_refuses_missing_unexpected_unseen_and_misshaped_groups():

@@ -9,6 +9,7 @@ prediction time, with the error messages kept as constants for the tests to ``ma
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
     "encode_groups",
@@ -19,6 +20,7 @@ __all__ = [
     "GROUP_WITHOUT_SUBSET_MESSAGE",
     "GROUPS_SHAPE_MESSAGE",
     "GROUPS_NONFINITE_MESSAGE",
+    "GROUPS_MISSING_LABELS_MESSAGE",
     "GROUPS_INCOMPARABLE_MESSAGE",
 ]
 
@@ -43,10 +45,23 @@ GROUPS_SHAPE_MESSAGE = (
 )
 
 GROUPS_NONFINITE_MESSAGE = "`sensitive_features` contains NaN or inf; give those rows a group label of their own or drop them."
+GROUPS_MISSING_LABELS_MESSAGE = (
+    "`sensitive_features` has {count} missing labels (None or NaN; the first in row {row}); give those rows a group "
+    "label of their own (e.g. 'unknown') or drop them."
+)
 GROUPS_INCOMPARABLE_MESSAGE = (
     "`sensitive_features` labels must be comparable with each other (all strings or all numbers, no None); numpy.unique "
     "failed: {error}"
 )
+
+
+def _refuse_missing(groups) -> None:
+    """A ``ValueError`` naming the count and first row of missing labels in an object array: a text column read by
+    pandas holds NaN (a float) where a value is missing, which ``numpy.unique`` cannot order among strings."""
+    if groups.dtype.kind == "O":
+        missing = np.flatnonzero(pd.isna(groups))
+        if missing.size:
+            raise ValueError(GROUPS_MISSING_LABELS_MESSAGE.format(count=missing.size, row=int(missing[0])))
 
 
 def encode_groups(groups, n: int):
@@ -56,6 +71,7 @@ def encode_groups(groups, n: int):
         raise ValueError(GROUPS_SHAPE_MESSAGE.format(shape=groups.shape, n=n))
     if groups.dtype.kind in "fc" and not np.isfinite(groups).all():
         raise ValueError(GROUPS_NONFINITE_MESSAGE)
+    _refuse_missing(groups)
     try:
         labels, codes = np.unique(groups, return_inverse=True)
     except TypeError as error:
@@ -74,6 +90,7 @@ def group_codes(known, groups, n: int):
     groups = np.asarray(groups)
     if groups.ndim != 1 or groups.shape[0] != n:
         raise ValueError(GROUPS_SHAPE_MESSAGE.format(shape=groups.shape, n=n))
+    _refuse_missing(groups)
     try:
         codes = np.clip(np.searchsorted(known, groups), 0, len(known) - 1)
         seen = np.asarray(known[codes] == groups, dtype=bool)
