@@ -147,3 +147,28 @@ def test_a_positive_rate_gap_moves_both_classes_weights_and_a_false_positive_rat
     assert not _reweighted_start._step([gap("recall", [0.5, 0.51])]).any()
     step = _reweighted_start._step([gap("recall", [0.4, 0.6, 0.0], [True, True, False])])
     assert step[2].tolist() == [0.0, 0.0] and step[0, 1] > 0 > step[1, 1]
+
+
+@pytest.mark.parametrize("stop", [(0, 3), (1, 2)], ids=["in restart 0", "in restart 1"])
+def test_the_reweighting_record_travels_in_the_checkpoint(tmp_path, stop):
+    X, y, g = (torch.as_tensor(a) for a in _data())
+    settings = dict(objective="precision_at_recall", target=TARGET, max_epochs=5, n_restarts=2, init="mixed",
+                    constraints=[gap("recall", at_most=BOUND)], groups=g, group_thresholds=False, random_state=0,
+                    validation=tuple(torch.as_tensor(a) for a in _data(600, seed=1)))
+
+    def fit(**extra):
+        return train(torch.nn.Linear(3, 1, dtype=torch.float64), X, y, **settings, **extra)
+
+    def interrupt(info):
+        if (info["restart"], info["epoch"]) == stop:
+            raise KeyboardInterrupt
+
+    reference = fit()
+    path = tmp_path / "fit.pt"
+    with pytest.raises(KeyboardInterrupt):
+        fit(checkpoint=path, callback=interrupt)
+    resumed = fit(checkpoint=path)
+    assert reference.restart == 0 and reference.start == "logistic"  # the reweighted restart is the one kept
+    assert reference.start_reweighting["refits"] > 0 and reference.start_reweighting["held"]
+    assert resumed.start_reweighting == reference.start_reweighting
+    assert torch.equal(resumed.model.weight, reference.model.weight)
