@@ -283,8 +283,9 @@ def train(
         best epoch that meets every constraint on the validation rows, or the one closest to it.
         Where every constraint is a gap of the recall, the false positive rate or the positive rate,
         a logistic start (``init="logistic"``, or restart 0 of ``"mixed"``) is first refitted with its
-        groups' rows reweighted until the gaps hold on the training rows (:mod:`._reweighted_start`).
-        Per-group and gap constraints need ``groups``. Not with a loader.
+        groups' rows reweighted until the gaps hold on the training rows (:mod:`._reweighted_start`;
+        ``TrainResult.start_reweighting`` says how). Per-group and gap constraints need ``groups``. Not
+        with a loader.
     constraint_step_size : float > 0, default=1.0
         :math:`\eta`, the multipliers' step, taken once per epoch.
     group_thresholds : bool, default=True
