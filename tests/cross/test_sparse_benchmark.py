@@ -61,3 +61,26 @@ def test_memory_child_reports_the_peak_over_the_matrix(bench):
     assert result["matrix_mib"] * 2**20 == pytest.approx(result["nonzeros"] * 12 + 2001 * 4)  # float64 + int32
     assert result["ratio"] == pytest.approx((result["peak_mib"] - result["baseline_mib"]) / result["matrix_mib"])
     assert result["peak_mib"] >= result["baseline_mib"] > 0  # the sampler saw the fit
+
+
+def test_the_warm_up_fits_every_method_once_untimed_before_the_timed_fits(bench, monkeypatch):
+    fitted = []
+
+    class Recorder:
+        def __init__(self, method):
+            self.method = method
+
+        def fit(self, X, y):
+            fitted.append((self.method, X.shape[0], X.format))
+            return self
+
+    monkeypatch.setattr(bench, "make", lambda method, *point, seed, quick: Recorder(method) if quick else None)
+    bench.warm_up(["logistic", "quantile", "quantile_cv"])
+    assert fitted == [("logistic", 300, "csr"), ("quantile", 300, "csr"), ("quantile_cv", 300, "csr")]
+    # main() warms up before its first timed fit: the quick run's rows follow the recorded warm-up fits
+    order = []
+    monkeypatch.setattr(bench, "warm_up", lambda methods, points: order.append(("warm_up", tuple(methods))))
+    monkeypatch.setattr(bench, "run_split", lambda *a, **k: order.append("split") or [])
+    monkeypatch.setattr(bench, "summary", lambda frame: "")
+    bench.main(["--quick", "--methods", "logistic"])
+    assert order[0] == ("warm_up", ("logistic",)) and order[1:] == ["split"] * 4
