@@ -11,7 +11,12 @@ import torch
 from sklearn.datasets import make_classification
 
 from quantile_surrogate import QuantileClassifier
-from quantile_surrogate.estimators._quantile_fit import AUTO_FULL_BATCH_ROWS, AUTO_VALIDATION_ROWS
+from quantile_surrogate.constraints import gap
+from quantile_surrogate.estimators._quantile_fit import (
+    AUTO_CONSTRAINED_FULL_BATCH_ROWS,
+    AUTO_FULL_BATCH_ROWS,
+    AUTO_VALIDATION_ROWS,
+)
 from quantile_surrogate.training import train
 from tests.estimators._data import QUICK, blobs
 
@@ -26,6 +31,15 @@ def test_auto_batch_size_is_full_batch_up_to_the_limit_then_minibatches_of_1000(
     assert settings["batch_size"] == batch_size
     assert settings["random_state"] == 3 and settings["target"] == 0.95  # the objective's default target
     assert QuantileClassifier(batch_size=64)._train_settings(seed=3, n_rows=n_rows)["batch_size"] == 64
+
+
+@pytest.mark.parametrize("n_rows,batch_size", [(AUTO_FULL_BATCH_ROWS + 1, None), (AUTO_CONSTRAINED_FULL_BATCH_ROWS, None),
+                                               (AUTO_CONSTRAINED_FULL_BATCH_ROWS + 1, 1000)])
+def test_auto_batch_size_with_constraints_is_full_batch_up_to_their_limit(n_rows, batch_size):
+    clf = QuantileClassifier(constraints=[gap("recall", at_most=0.05)])
+    assert clf._train_settings(seed=0, n_rows=n_rows)["batch_size"] == batch_size
+    assert QuantileClassifier(constraints=[gap("recall", at_most=0.05)], batch_size=64)._train_settings(
+        seed=0, n_rows=n_rows)["batch_size"] == 64
 
 
 def test_k_fold_selection_applies_only_to_small_ungrouped_data_with_enough_rows_per_fold():

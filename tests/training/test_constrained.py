@@ -89,6 +89,23 @@ def test_full_batch_penalty_is_the_constraint_sets_penalty_on_every_row():
     torch.testing.assert_close(term.term(scores, None, threshold), reference.penalty(scores, y, 0.4, g))
 
 
+def test_the_fit_rows_count_a_gap_as_held_only_gap_margin_inside_its_bound():
+    # Brute force at a fixed threshold: per-group recalls, the FPR; the gap's excess gains GAP_MARGIN, the rate's none.
+    X, y, g = _data(300)
+    data = TrainingData(X, y.bool(), y.bool(), constraint_groups=g)
+    scores, threshold = X[:, 0].clone(), torch.tensor(0.3, dtype=torch.float64)
+    above, positive = (scores > 0.3).numpy(), y.bool().numpy()
+    recalls = [above[positive & (g.numpy() == k)].mean() for k in (0, 1)]
+    gap_value, fpr = max(recalls) - min(recalls), above[~positive].mean()
+    for bound_gap, bound_fpr in ((gap_value, 1.0), (gap_value + 0.005, 1.0), (1.0, fpr - 0.02)):
+        term = _constrained.ConstraintTerm([gap("recall", at_most=bound_gap), rate("fpr", at_most=bound_fpr)], data,
+                                           step_size=1.0, surrogate="sigmoid", objective="precision_at_recall",
+                                           target=0.8)
+        expected = max(gap_value - bound_gap + _constrained.GAP_MARGIN, fpr - bound_fpr)
+        assert term.fit_excess(scores, threshold) == pytest.approx(expected, abs=1e-12)
+    assert _reweighted_start.MARGIN == _constrained.GAP_MARGIN == 0.01  # one margin: the start and the epoch kept
+
+
 def test_the_multiplier_step_reads_the_model_on_every_row_at_its_exact_threshold():
     # Brute force: at recall 0.8 the deployed threshold selects the k = ceil(0.8 n+) highest-scoring positives and
     # every negative above the lowest of them (distinct scores); the step reads the gap and the FPR there.

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..constraints import ConstraintSet, RateConstraint, largest_excess
+from ..training import GAP_MARGIN
 from ._groups import encode_groups
 
 __all__ = ["ConstrainedFitSteps", "constraint_report", "CONSTRAINT_NOT_MET_MESSAGE"]
@@ -119,14 +120,17 @@ def constraint_report(constraints, scores, labels, codes, threshold, n_fit: int,
     feasible_epochs = None if excess is None else int(sum(e <= 0 for e in excess))  # held out and fit rows
     if excess is None:
         chosen = "no held-out rows: the last epoch (of the restart with the lowest training loss); checked on the training rows"
-    elif excess[result.best_epoch] <= 0:
-        chosen = (f"epoch {result.best_epoch} of restart {result.restart}: the best held-out metric among the "
-                  f"{feasible_epochs} epochs that meet every constraint on the fit rows and within one standard "
-                  f"error on the held-out rows (ties: the lower held-out loss)")
     else:
-        chosen = (f"epoch {result.best_epoch} of restart {result.restart}: no epoch met every constraint on the fit rows "
-                  f"and within one standard error on the held-out rows; this one had the smallest largest excess "
-                  f"({excess[result.best_epoch]:.4f})")
+        gaps = any(c.scope == "gap" for c in constraints)
+        fit_rows = "the fit rows" + (f" (a gap {GAP_MARGIN:g} inside its bound)" if gaps else "")
+        if excess[result.best_epoch] <= 0:
+            chosen = (f"epoch {result.best_epoch} of restart {result.restart}: the best held-out metric among the "
+                      f"{feasible_epochs} epochs that meet every constraint on {fit_rows} and within one standard "
+                      f"error on the held-out rows (ties: the lower held-out loss)")
+        else:
+            chosen = (f"epoch {result.best_epoch} of restart {result.restart}: no epoch met every constraint on "
+                      f"{fit_rows} and within one standard error on the held-out rows; this one had the smallest "
+                      f"largest excess ({excess[result.best_epoch]:.4f})")
     return dict(constraints=entries, feasible=all(e["feasible"] for e in entries),
                 checked_on="train" if held is None else "held_out", best_epoch=result.best_epoch,
                 feasible_epochs=feasible_epochs, chosen=chosen,

@@ -71,7 +71,8 @@ class QuantileClassifier(ConstrainedFitSteps, QuantileFitSteps, ThresholdedClass
     learning_rate : float > 0, default=0.1
     momentum : float in [0, 1), default=0.9
     batch_size : int, "auto" or None, default="auto"
-        None is full-batch; "auto" is full-batch up to 10,000 training rows (100,000 on sparse input), 1000 above.
+        None is full-batch; "auto" is full-batch up to 10,000 training rows (100,000 on sparse input or with
+        ``constraints``), 1000 above.
     subset_batch_size : int or None, default=None
         Rows of ``A`` per step (Algorithm 1, step 2); None applies :func:`~quantile_surrogate.training.train`'s
         rule: ``min(|A|, ceil(50 / min(target, 1 - target)), max(batch_size, 16))`` rows, or the

@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from ._constrained import constrained_data
+from ._constrained import GAP_MARGIN, constrained_data
 from ._loop import TrainingLoop
 from .sampling import SubsetBatchSampler
 from ._state import TrainingData, TrainingSettings, TrainResult
@@ -53,6 +53,7 @@ __all__ = [
     "TrainingDivergedError",
     "SubsetBatchSampler",
     "INITS",
+    "GAP_MARGIN",
 ]
 
 #: Values of ``init=``: ``"random"`` (the paper), ``"logistic"`` (logistic regression's solution,

@@ -131,7 +131,7 @@ class TrainingLoop:
         # Met on both sides: on a few hundred held-out rows a gap's noise alone lets some epochs pass by luck (so the
         # fit rows too, strictly), and makes good ones fail (so the held-out rows within one standard error).
         self.last_excess = max(largest_excess(self.constraints.evaluate(scores, val, threshold), within_noise=True),
-                               largest_excess(self.constraints.evaluate(fit_scores, self.data, threshold)))
+                               self.constraints.fit_excess(fit_scores, threshold))
         return [-max(0.0, self.last_excess)] + value
 
     def _validation_value(self, model, run: RunState, untrained: bool = False) -> list:

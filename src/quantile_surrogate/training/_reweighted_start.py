@@ -32,6 +32,7 @@ from __future__ import annotations
 import torch
 
 from ..constraints._rates import exact_rates
+from ._constrained import GAP_MARGIN
 from .models import fit_logistic
 
 __all__ = ["MARGIN", "ROUNDS", "STEP", "reweighted_start"]
@@ -40,9 +41,9 @@ ROUNDS = 10
 """Refits of the start at most (each an L-BFGS fit from the previous one)."""
 STEP = 4.0
 r""":math:`\eta`, the log-weight step per unit of a group's distance to the mean rate."""
-MARGIN = 0.01
-"""How far inside its bound a gap must be on the training rows: the test gap of a start at the bound
-exceeds it about half the time."""
+MARGIN = GAP_MARGIN
+"""How far inside its bound a gap must be on the training rows (:data:`~._constrained.GAP_MARGIN`, its home: the
+epoch kept is held to the same margin)."""
 REWEIGHTED_RATES = ("recall", "false_positive_rate", "positive_rate")
 
 
