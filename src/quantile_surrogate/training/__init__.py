@@ -280,8 +280,9 @@ def train(
         deploys (:class:`~quantile_surrogate.constraints.ConstraintSet`;
         ``TrainResult.constraint_curve`` records them per epoch); a minibatch step draws its
         constraint rows per (group, class) cell (:mod:`._constrained`). With ``validation``
-        the validation value starts with ``-max(0, largest excess)`` there: every restart keeps its
-        best epoch that meets every constraint on the validation rows, or the one closest to it.
+        the validation value starts with ``-max(0, largest excess)``: every restart keeps its best
+        epoch that meets every constraint on the training rows (a gap between groups :data:`GAP_MARGIN`
+        inside its bound) and within one standard error on the validation rows, or the one closest to it.
         Where every constraint is a gap of the recall, the false positive rate or the positive rate,
         a logistic start (``init="logistic"``, or restart 0 of ``"mixed"``) is first refitted with its
         groups' rows reweighted until the gaps hold on the training rows (:mod:`._reweighted_start`;
