@@ -172,3 +172,20 @@ def test_the_reweighting_record_travels_in_the_checkpoint(tmp_path, stop):
     assert reference.start_reweighting["refits"] > 0 and reference.start_reweighting["held"]
     assert resumed.start_reweighting == reference.start_reweighting
     assert torch.equal(resumed.model.weight, reference.model.weight)
+
+
+def test_the_search_refits_briefly_and_the_start_kept_is_its_refit_run_to_convergence(monkeypatch):
+    calls = []
+    original = _reweighted_start.fit_logistic
+
+    def recording(model, X, y, *, alpha, sample_weight=None, **kw):
+        calls.append((kw.get("max_iter"), sample_weight.clone()))
+        return original(model, X, y, alpha=alpha, sample_weight=sample_weight, **kw)
+
+    monkeypatch.setattr(_reweighted_start, "fit_logistic", recording)
+    X, y, g = _data()
+    result = _fit_start(X, y, g, [gap("recall", at_most=BOUND)])
+    searched, final = calls[:-1], calls[-1]
+    assert len(searched) == result.start_reweighting["refits"] >= 1
+    assert all(iterations == _reweighted_start.SEARCH_ITERATIONS for iterations, _ in searched)
+    assert final[0] is None and torch.equal(final[1], searched[-1][1])  # the last weights, fit_logistic's own limit

@@ -15,9 +15,10 @@ not yet :data:`MARGIN` inside their bound, and refits the start from where it st
 
 with :math:`r_g` the group's exact rate, :math:`\bar r` the mean over the groups and
 :math:`\eta` = :data:`STEP`. The first round in which every gap is at most its bound minus
-:data:`MARGIN` is the start; a start that meets that already is left as it is, and one that no round
-brings there within :data:`ROUNDS` rounds (or whose last refit's fall, kept up, would not) falls back
-to the plain start. It applies where every constraint is a gap between groups of the recall, the false
+:data:`MARGIN` is the start (the search's refits are short, :data:`SEARCH_ITERATIONS` L-BFGS iterations each; the
+one that holds is run to convergence and checked again); a start that meets that already is left as it is, and one
+that no round brings there within :data:`ROUNDS` rounds (or whose last refit's fall, kept up, would not) falls
+back to the plain start. It applies where every constraint is a gap between groups of the recall, the false
 positive rate or the positive rate (the rates a row's class moves); with any other constraint the start
 stays plain. The multipliers then
 train from this start as before, and the held-out choice of the best feasible epoch sees it as
@@ -35,7 +36,7 @@ from ..constraints._rates import exact_rates
 from ._constrained import GAP_MARGIN
 from .models import fit_logistic
 
-__all__ = ["MARGIN", "ROUNDS", "STEP", "reweighted_start"]
+__all__ = ["MARGIN", "ROUNDS", "SEARCH_ITERATIONS", "STEP", "reweighted_start"]
 
 ROUNDS = 10
 """Refits of the start at most (each an L-BFGS fit from the previous one)."""
@@ -44,6 +45,11 @@ r""":math:`\eta`, the log-weight step per unit of a group's distance to the mean
 MARGIN = GAP_MARGIN
 """How far inside its bound a gap must be on the training rows (:data:`~._constrained.GAP_MARGIN`, its home: the
 epoch kept is held to the same margin)."""
+SEARCH_ITERATIONS = 25
+"""L-BFGS iterations of a refit during the search (each from the last one's weights); the refit whose gaps hold is
+then run to convergence, and its gaps measured again. On UCI Adult by sex, parity, four splits: the refits took
+0.07-0.09 s of a fit against 0.19-0.39 s run to convergence each time, the same refits kept, the same test
+precision to 0.0005."""
 REWEIGHTED_RATES = ("recall", "false_positive_rate", "positive_rate")
 
 
@@ -97,7 +103,8 @@ def reweighted_start(model, term, alpha: float) -> dict | None:
     the least violating refit instead was measured and lost: docs/constraints.md.)
 
     Returns None where it does not apply (:func:`applies`), else ``{"refits", "held", "weights", "margin"}``: the
-    refits made, whether the kept start holds every gap ``margin`` (:data:`MARGIN`) inside its bound on the
+    reweighted refits the search made (each of :data:`SEARCH_ITERATIONS` L-BFGS iterations; the one kept is then run
+    to convergence), whether the kept start holds every gap ``margin`` (:data:`MARGIN`) inside its bound on the
     training rows, and per group ``[negatives, positives]`` the factors :math:`e^{\lambda[g, y]}` of the kept
     start's row weights (geometric mean 1 over the cells; all 1 for the plain start).
     """
@@ -109,10 +116,14 @@ def reweighted_start(model, term, alpha: float) -> dict | None:
     cells = data.constraint_groups * 2 + data.labels.long()
     log_weight = torch.zeros(term.template.n_groups, 2, dtype=torch.float64)
     plain = {k: v.clone() for k, v in model.state_dict().items()}
-    last = None
+    last, weight, rough = None, None, False
     for round_ in range(ROUNDS + 1):
         gaps = _gaps(term, model)
         excess = max(e for _, e, _, _ in gaps)  # the largest: <= 0 when every gap holds with the margin
+        if excess <= 0 and rough:  # the search's short refit holds: the start is that fit converged; look again
+            fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=weight)
+            gaps, rough = _gaps(term, model), False
+            excess = max(e for _, e, _, _ in gaps)
         if excess <= 0:
             return dict(refits=round_, held=True, weights=torch.exp(log_weight).tolist(), margin=MARGIN)
         if round_ == ROUNDS or (last is not None and excess >= (last - excess) * (ROUNDS - round_)):
@@ -121,6 +132,8 @@ def reweighted_start(model, term, alpha: float) -> dict | None:
         log_weight += _step(gaps)
         log_weight -= log_weight.mean()
         weight = base * torch.exp(log_weight).reshape(-1).to(device=data.device, dtype=base.dtype)[cells]
-        fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=weight * (base.sum() / weight.sum()))
+        weight = weight * (base.sum() / weight.sum())
+        fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=weight, max_iter=SEARCH_ITERATIONS)
+        rough = True
     model.load_state_dict(plain)
     return dict(refits=round_, held=False, weights=torch.ones_like(log_weight).tolist(), margin=MARGIN)
