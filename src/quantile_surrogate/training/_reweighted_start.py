@@ -47,9 +47,9 @@ MARGIN = GAP_MARGIN
 epoch kept is held to the same margin)."""
 SEARCH_ITERATIONS = 25
 """L-BFGS iterations of a refit during the search (each from the last one's weights); the refit whose gaps hold is
-then run to convergence, and its gaps measured again. On UCI Adult by sex, parity, four splits: the refits took
-0.07-0.09 s of a fit against 0.19-0.39 s run to convergence each time, the same refits kept, the same test
-precision to 0.0005."""
+then run to convergence, and its gaps measured again. On UCI Adult by sex, parity, splits 0-3: the refits, the
+converging one included, took 0.16-0.22 s of a fit against 0.19-0.38 s with every refit run to convergence; on the
+fairness benchmark's 20 splits, the same models but one split (docs/decisions.md)."""
 REWEIGHTED_RATES = ("recall", "false_positive_rate", "positive_rate")
 
 
