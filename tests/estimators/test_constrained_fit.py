@@ -77,7 +77,8 @@ def test_the_report_says_how_the_logistic_start_was_reweighted_by_group():
     assert weights["a"]["negatives"] == weights["b"]["negatives"] == 1.0
     product = np.prod([w for cell in weights.values() for w in cell.values()])
     assert product == pytest.approx(1.0, abs=1e-3)
-    assert start["description"] == (f"the logistic start refitted {start['refits']} times with row weights by (group, "
+    times = "once" if start["refits"] == 1 else f"{start['refits']} times"
+    assert start["description"] == (f"the logistic start refitted {times} with row weights by (group, "
                                     "class) until it had every gap 0.01 inside its bound on the training rows")
     # A constraint that is not a gap of a class rate leaves the start plain, and the report says so.
     plain = QuantileClassifier(target=0.8, constraints=[rate("recall", at_least=0.6, in_each_group=True)],

@@ -56,14 +56,14 @@ def _start_entry(result, group_names) -> dict:
     weights = {name: dict(negatives=round(w[0], 4), positives=round(w[1], 4))
                for name, w in zip(names, record["weights"])}
     inside = f"every gap {record['margin']:g} inside its bound on the training rows"
+    refits = f"{record['refits']} refit{'' if record['refits'] == 1 else 's'}"
     if not record["held"]:
-        description = (f"the plain logistic start: {record['refits']} refits with reweighted groups did not bring "
-                       f"{inside}")
+        description = f"the plain logistic start: {refits} with reweighted groups did not bring {inside}"
     elif record["refits"] == 0:
         description = f"the plain logistic start, which had {inside}"
     else:
-        description = (f"the logistic start refitted {record['refits']} times with row weights by (group, class) "
-                       f"until it had {inside}")
+        times = "once" if record["refits"] == 1 else f"{record['refits']} times"
+        description = f"the logistic start refitted {times} with row weights by (group, class) until it had {inside}"
     return dict(kind="logistic", refits=record["refits"], margin=record["margin"], held=record["held"],
                 weights=weights if record["held"] else None, description=description)
 
