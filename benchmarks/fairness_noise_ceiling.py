@@ -56,7 +56,7 @@ def within_no_gap(counts, rate: float, limit: float, draws: int, rng) -> np.ndar
     return rates.max(axis=1) - rates.min(axis=1) <= limit + 1e-12
 
 
-def test_counts(y, groups, test, task: str) -> list:
+def counted_rows(y, groups, test, task: str) -> list:
     """Each group's counted rows in the test half (sorted group labels): the rows whose rate the task's gap bounds."""
     counted = AMONG[TASKS[task]["rate"]](y[test])
     return [int(np.sum(counted & (groups[test] == g))) for g in np.unique(groups)]
@@ -75,8 +75,9 @@ def ceiling(pairs=PAIRS, tasks=DEFAULT_TASKS, splits=20, draws=20_000, data_dir=
         _, y, groups = load(pair, data_dir)
         tests = [split(y, groups, k)[1] for k in range(splits)]
         for task in tasks:
-            counts = [test_counts(y, groups, test, task) for test in tests]
-            hits = np.stack([within_no_gap(c, TASKS[task]["target"], BOUND + SLACK, draws, rng) for c in counts], axis=1)
+            counts = [counted_rows(y, groups, test, task) for test in tests]
+            rate = TASKS[task]["target"]
+            hits = np.stack([within_no_gap(c, rate, BOUND + SLACK, draws, rng) for c in counts], axis=1)
             chance = float(np.mean(hits.mean(axis=1) >= TARGET_SHARE - 1e-12))
             for k, (c, column) in enumerate(zip(counts, hits.T)):
                 rows.append({"data": pair.split("/")[0], "group": pair.split("/")[1], "task": task, "split": k,

@@ -39,8 +39,8 @@ def test_counted_rows_follow_the_task():
     y = np.array([1, 1, 0, 0, 1, 0, 1])
     groups = np.array(["a", "b", "a", "b", "a", "a", "b"])
     test = np.array([0, 1, 2, 3, 4, 6])
-    assert bench.test_counts(y, groups, test, "eo") == [2, 2]  # positives of a: rows 0, 4; of b: 1, 6
-    assert bench.test_counts(y, groups, test, "dp") == [3, 3]
+    assert bench.counted_rows(y, groups, test, "eo") == [2, 2]  # positives of a: rows 0, 4; of b: 1, 6
+    assert bench.counted_rows(y, groups, test, "dp") == [3, 3]
 
 
 def test_eodds_is_refused_in_one_line(capsys):

@@ -103,7 +103,9 @@ def test_the_fit_rows_count_a_gap_as_held_only_gap_margin_inside_its_bound():
                                            target=0.8)
         expected = max(gap_value - bound_gap + _constrained.GAP_MARGIN, fpr - bound_fpr)
         assert term.fit_excess(scores, threshold) == pytest.approx(expected, abs=1e-12)
-    assert _reweighted_start.MARGIN == _constrained.GAP_MARGIN == 0.01  # one margin: the start and the epoch kept
+    # One margin, the start's and the epoch kept's: the reweighted start reads GAP_MARGIN itself (no copy of its own).
+    assert _constrained.GAP_MARGIN == 0.01 and not hasattr(_reweighted_start, "MARGIN")
+    assert _reweighted_start.GAP_MARGIN is _constrained.GAP_MARGIN
 
 
 def test_the_multiplier_step_reads_the_model_on_every_row_at_its_exact_threshold():

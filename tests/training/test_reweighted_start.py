@@ -9,7 +9,8 @@ from quantile_surrogate import train
 from quantile_surrogate.constraints import gap, rate
 from quantile_surrogate.objectives.thresholds import constraint_threshold
 from quantile_surrogate.training import _reweighted_start
-from quantile_surrogate.training._reweighted_start import MARGIN, ROUNDS, STEP
+from quantile_surrogate.training._constrained import GAP_MARGIN as MARGIN
+from quantile_surrogate.training._reweighted_start import ROUNDS, STEP
 
 TARGET, BOUND = 0.8, 0.05
 

@@ -6,7 +6,8 @@ group's scores, and with them its recall and its selection rate; more weight on 
 its false positive rate. Starting from the plain start (:func:`~.models.fit_logistic`), each round
 measures every gap at the objective's exact threshold on the training rows (the threshold the
 estimator deploys), moves per-(group, class) log-weights :math:`\lambda` against the gaps that are
-not yet :data:`MARGIN` inside their bound, and refits the start from where it stands with row weights
+not yet :data:`~._constrained.GAP_MARGIN` (the margin) inside their bound, and refits the start from where it
+stands with row weights
 :math:`v_i e^{\lambda[g_i, y_i]}` (rescaled to the same total, so the penalty is unchanged):
 
 .. math::
@@ -15,7 +16,7 @@ not yet :data:`MARGIN` inside their bound, and refits the start from where it st
 
 with :math:`r_g` the group's exact rate, :math:`\bar r` the mean over the groups and
 :math:`\eta` = :data:`STEP`. The first round in which every gap is at most its bound minus
-:data:`MARGIN` is the start (the search's refits are short, :data:`SEARCH_ITERATIONS` L-BFGS iterations each; the
+the margin is the start (the search's refits are short, :data:`SEARCH_ITERATIONS` L-BFGS iterations each; the
 one that holds is run to convergence and checked again); a start that meets that already is left as it is, and one
 that no round brings there within :data:`ROUNDS` rounds (or whose last refit's fall, kept up, would not) falls
 back to the plain start. It applies where every constraint is a gap between groups of the recall, the false
@@ -36,15 +37,12 @@ from ..constraints._rates import exact_rates
 from ._constrained import GAP_MARGIN
 from .models import fit_logistic
 
-__all__ = ["MARGIN", "ROUNDS", "SEARCH_ITERATIONS", "STEP", "reweighted_start"]
+__all__ = ["ROUNDS", "SEARCH_ITERATIONS", "STEP", "reweighted_start"]
 
 ROUNDS = 10
 """Refits of the start at most (each an L-BFGS fit from the previous one)."""
 STEP = 4.0
 r""":math:`\eta`, the log-weight step per unit of a group's distance to the mean rate."""
-MARGIN = GAP_MARGIN
-"""How far inside its bound a gap must be on the training rows (:data:`~._constrained.GAP_MARGIN`, its home: the
-epoch kept is held to the same margin)."""
 SEARCH_ITERATIONS = 25
 """L-BFGS iterations of a refit during the search (each from the last one's weights); the refit whose gaps hold is
 then run to convergence, and its gaps measured again. On UCI Adult by sex, parity, splits 0-3: the refits, the
@@ -61,7 +59,8 @@ def applies(constraints) -> bool:
 def _gaps(term, model) -> list:
     """Per constraint ``(rate, excess, per-group rates, groups seen)`` of ``model`` on the training rows, at the
     threshold an estimator deploys (:meth:`~._constrained.ConstraintTerm.scores_at_threshold`); ``excess`` is
-    its gap over the seen groups minus its bound minus :data:`MARGIN` (<= 0: it holds with the margin)."""
+    its gap over the seen groups minus its bound minus the margin, :data:`~._constrained.GAP_MARGIN` (<= 0: it
+    holds with the margin)."""
     data = term.data
     with torch.no_grad():
         scores, threshold = term.scores_at_threshold(model)
@@ -71,13 +70,13 @@ def _gaps(term, model) -> list:
         rates, counts = exact_rates(scores.double(), data.labels.bool(), threshold, constraint.rate,
                                     data.constraint_groups, term.template.n_groups, weight)
         rates, seen = rates.cpu(), counts.cpu() > 0
-        excess = float(rates[seen].max() - rates[seen].min()) - (constraint.at_most - MARGIN)
+        excess = float(rates[seen].max() - rates[seen].min()) - (constraint.at_most - GAP_MARGIN)
         out.append((constraint.rate, excess, rates, seen))
     return out
 
 
 def _step(gaps) -> torch.Tensor:
-    """The log-weight step of every (group, class) against the gaps not yet :data:`MARGIN` inside their bound."""
+    """The log-weight step of every (group, class) against the gaps not yet the margin inside their bound."""
     step = torch.zeros(len(gaps[0][2]), 2, dtype=torch.float64)
     for rate, excess, rates, seen in gaps:
         if excess <= 0:
@@ -98,13 +97,14 @@ def reweighted_start(model, term, alpha: float) -> dict | None:
 
     ``term`` is the fit's :class:`~._constrained.ConstraintTerm`; ``alpha`` the start's penalty. The first round
     whose refit holds them is kept (round 0: the plain start held them already); the plain start is restored where
-    none does within :data:`ROUNDS` rounds, or as soon as the largest excess over the bounds minus :data:`MARGIN`
-    falls too slowly to reach 0 in the rounds left (its fall in the last refit, times those rounds). (Keeping
-    the least violating refit instead was measured and lost: docs/constraints.md.)
+    none does within :data:`ROUNDS` rounds, or as soon as the largest excess over the bounds minus the margin
+    (:data:`~._constrained.GAP_MARGIN`) falls too slowly to reach 0 in the rounds left (its fall in the last
+    refit, times those rounds). (Keeping the least violating refit instead was measured and lost:
+    docs/constraints.md.)
 
     Returns None where it does not apply (:func:`applies`), else ``{"refits", "held", "weights", "margin"}``: the
     reweighted refits the search made (each of :data:`SEARCH_ITERATIONS` L-BFGS iterations; the one kept is then run
-    to convergence), whether the kept start holds every gap ``margin`` (:data:`MARGIN`) inside its bound on the
+    to convergence), whether the kept start holds every gap ``margin`` (the margin) inside its bound on the
     training rows, and per group ``[negatives, positives]`` the factors :math:`e^{\lambda[g, y]}` of the kept
     start's row weights (geometric mean 1 over the cells; all 1 for the plain start).
     """
@@ -125,7 +125,7 @@ def reweighted_start(model, term, alpha: float) -> dict | None:
             gaps, rough = _gaps(term, model), False
             excess = max(e for _, e, _, _ in gaps)
         if excess <= 0:
-            return dict(refits=round_, held=True, weights=torch.exp(log_weight).tolist(), margin=MARGIN)
+            return dict(refits=round_, held=True, weights=torch.exp(log_weight).tolist(), margin=GAP_MARGIN)
         if round_ == ROUNDS or (last is not None and excess >= (last - excess) * (ROUNDS - round_)):
             break  # at the last refit's pace the rounds left cannot bring it to 0
         last = excess
@@ -136,4 +136,4 @@ def reweighted_start(model, term, alpha: float) -> dict | None:
         fit_logistic(model, data.X, data.labels, alpha=alpha, sample_weight=weight, max_iter=SEARCH_ITERATIONS)
         rough = True
     model.load_state_dict(plain)
-    return dict(refits=round_, held=False, weights=torch.ones_like(log_weight).tolist(), margin=MARGIN)
+    return dict(refits=round_, held=False, weights=torch.ones_like(log_weight).tolist(), margin=GAP_MARGIN)
