@@ -28,6 +28,13 @@ converged reference the issue compares batch 32 with, not a 30-step fit.
                     separate minibatch of ``A`` holds (drawn uniformly; their scores enter no loss):
                     the cost of those rows alone, the floor of any step that forwards them
 ``focal``           focal loss, ``alpha=0.25, gamma=2`` (Lin et al. 2017), the same batches
+``floor``           the least an Algorithm 1 step costs in eager PyTorch, in this file's own loop: the
+                    point estimate of the batch's own positives by ``torch.kthvalue`` (every batch
+                    score where the batch holds none), a hinge ``relu(1 + s - q)`` on the batch's
+                    negatives, no checks and no recorded thresholds
+``floor_stacked``   ``floor`` whose threshold comes from ``bce_stacked``'s extra rows of ``A`` (the
+                    default's separate minibatch, forwarded with the batch): the floor of a step
+                    that forwards them
 ``separate_64``     a separate minibatch of 64 rows of ``A`` a step (``subset_batch_size=64``)
 ``buffer_64``       the same with ``threshold_memory="buffer"`` (the value from the buffer, the
                     gradient from the 64 rows)
@@ -88,7 +95,7 @@ from quantile_surrogate.objectives import predict_scores  # noqa: E402
 from quantile_surrogate.training.subset_size import subset_plan  # noqa: E402
 
 METHODS = ("default", "buffer", "ema", "from_batch", "bce", "focal", "aploss", "separate_64", "buffer_64",
-           "bce_stacked")
+           "bce_stacked", "floor", "floor_stacked")
 QUANTILE = {"default": {}, "buffer": {"threshold_memory": "buffer"}, "ema": {"threshold_memory": "ema"},
             "from_batch": {"subset_from_batch": True}, "separate_64": {"subset_batch_size": 64},
             "buffer_64": {"threshold_memory": "buffer", "subset_batch_size": 64}}
@@ -158,6 +165,22 @@ def focal_loss(scores, y, alpha=0.25, gamma=2.0):
     return (alpha_t * (1 - p_t) ** gamma * ce).mean()
 
 
+def floor_loss(scores, target, subset_scores=None):
+    """Algorithm 1 at its barest: ``mean relu(1 + s_i - q)`` over the negatives, ``q`` the point estimate of ``A``.
+
+    ``q`` is the ``k``-th smallest of ``subset_scores`` (the batch's positives when None, every batch
+    score where it holds none), ``k = max(1, floor(0.1 m))`` for recall 0.9, by ``torch.kthvalue``:
+    one selection, one hinge, no validation. What any eager quantile step costs at least (``floor``).
+    """
+    if subset_scores is None:
+        subset_scores = scores[target == 1]
+        if subset_scores.numel() == 0:
+            subset_scores = scores
+    k = max(1, math.floor(round((1 - RECALL) * subset_scores.numel(), 6)))
+    threshold = torch.kthvalue(subset_scores, k).values
+    return F.relu(1 + scores[target == 0] - threshold).mean()
+
+
 def has_libauc() -> bool:
     try:
         from libauc.losses import APLoss  # noqa: F401
@@ -201,7 +224,8 @@ def _loop(model, X, y, method, batch_size, epochs, lr, seed, device) -> tuple[fl
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     y_np, steps = y.cpu().numpy(), 0
-    positives, extra = stacked_rows(y_np, batch_size) if method == "bce_stacked" else (None, 0)
+    stacks = method in ("bce_stacked", "floor_stacked")
+    positives, extra = stacked_rows(y_np, batch_size) if stacks else (None, 0)
     stack_rng = np.random.default_rng([seed, 1])  # its own stream: the batches stay bce's
     with _Clock(device) as clock:
         for _ in range(epochs):
@@ -211,9 +235,11 @@ def _loop(model, X, y, method, batch_size, epochs, lr, seed, device) -> tuple[fl
                 batches = np.array_split(rng.permutation(n), max(1, math.ceil(n / batch_size)))
             for rows in batches:
                 index = torch.as_tensor(rows, device=device)
+                subset_scores = None
                 if extra:  # one forward pass over the batch and the stacked positives, as train()'s default
                     stacked = torch.as_tensor(positives[stack_rng.integers(positives.size, size=extra)], device=device)
-                    scores = model(X.index_select(0, torch.cat([index, stacked]))).reshape(-1)[:index.numel()]
+                    scores = model(X.index_select(0, torch.cat([index, stacked]))).reshape(-1)
+                    scores, subset_scores = scores[:index.numel()], scores[index.numel():]
                 else:
                     scores = model(X.index_select(0, index)).reshape(-1)
                 target = y.index_select(0, index)
@@ -221,6 +247,8 @@ def _loop(model, X, y, method, batch_size, epochs, lr, seed, device) -> tuple[fl
                     loss = F.binary_cross_entropy_with_logits(scores, target.to(scores.dtype))
                 elif method == "focal":
                     loss = focal_loss(scores, target)
+                elif method in ("floor", "floor_stacked"):
+                    loss = floor_loss(scores, target, subset_scores)
                 else:
                     loss = loss_fn(torch.sigmoid(scores).reshape(-1, 1), target.reshape(-1, 1).float(), index)
                 optimizer.zero_grad()
@@ -346,7 +374,7 @@ def targets(rows: pd.DataFrame) -> list:
             out.append("- threshold spread (sd of the step thresholds' recall), from_batch / buffer at batch 32: "
                        f"{spread[0] / spread[1]:.2f}x")
     bce = rows[(rows.batch == "32") & (rows.method == "bce")].step_ms.median()
-    for method in ("default", "buffer", "from_batch", "bce_stacked"):
+    for method in ("default", "buffer", "from_batch", "bce_stacked", "floor", "floor_stacked"):
         mine = rows[(rows.batch == "32") & (rows.method == method)].step_ms.median()
         if not math.isnan(bce) and not math.isnan(mine):
             out.append(f"- step cost, {method} / bce at batch 32: {mine / bce:.2f}x (median ms per step)")

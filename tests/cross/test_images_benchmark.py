@@ -78,3 +78,29 @@ def test_bce_stacked_forwards_the_defaults_minibatch_of_a_and_trains_as_bce():
     assert stacked.steps == bce.steps == 58
     assert stacked.average_precision == pytest.approx(bce.average_precision, abs=1e-3)
     assert "step cost, bce_stacked / bce at batch 32" in bench.summary(rows)
+
+
+def test_floor_loss_is_a_hinge_on_the_negatives_at_the_subsets_point_quantile():
+    g = torch.Generator().manual_seed(1)
+    scores, y = torch.randn(40, generator=g, dtype=torch.float64), (torch.rand(40, generator=g) < 0.3).long()
+    positives = sorted(scores[y == 1].tolist())
+    k = max(1, int(np.floor(0.1 * len(positives) + 1e-9)))
+    expected = np.mean([max(0.0, 1.0 + s - positives[k - 1]) for s in scores[y == 0].tolist()])
+    assert float(bench.floor_loss(scores, y)) == pytest.approx(expected, rel=1e-12)
+    # the threshold from separate rows of A (the 3rd smallest of 30) where they are given
+    subset = torch.linspace(-2.0, 1.0, 30, dtype=torch.float64)
+    expected = np.mean([max(0.0, 1.0 + s - float(subset[2])) for s in scores[y == 0].tolist()])
+    assert float(bench.floor_loss(scores, y, subset)) == pytest.approx(expected, rel=1e-12)
+    # a batch without a positive takes its threshold from every score
+    negatives = scores[y == 0]
+    kth = sorted(negatives.tolist())[max(1, int(0.1 * negatives.numel())) - 1]
+    expected = np.mean([max(0.0, 1.0 + s - kth) for s in negatives.tolist()])
+    assert float(bench.floor_loss(negatives, torch.zeros_like(negatives, dtype=torch.long))) == pytest.approx(expected)
+
+
+def test_the_floors_train_on_bces_batches_and_report_their_step_cost():
+    rows = bench.run(digits=(3,), seeds=range(1), batch_sizes=("32",), methods=["bce", "floor", "floor_stacked"],
+                     epochs=2)
+    assert set(rows.steps) == {58}
+    text = bench.summary(rows)
+    assert "step cost, floor / bce at batch 32" in text and "step cost, floor_stacked / bce at batch 32" in text
