@@ -35,6 +35,8 @@ converged reference the issue compares batch 32 with, not a 30-step fit.
 ``floor_stacked``   ``floor`` whose threshold comes from ``bce_stacked``'s extra rows of ``A`` (the
                     default's separate minibatch, forwarded with the batch): the floor of a step
                     that forwards them
+``bce_start``       ``bce`` for the first half of the epochs, then ``default`` from that model for the rest
+                    (``init="model"``): a cross-entropy start, LibAUC's own advice for its losses
 ``separate_64``     a separate minibatch of 64 rows of ``A`` a step (``subset_batch_size=64``)
 ``buffer_64``       the same with ``threshold_memory="buffer"`` (the value from the buffer, the
                     gradient from the 64 rows)
@@ -95,7 +97,7 @@ from quantile_surrogate.objectives import predict_scores  # noqa: E402
 from quantile_surrogate.training.subset_size import subset_plan  # noqa: E402
 
 METHODS = ("default", "buffer", "ema", "from_batch", "bce", "focal", "aploss", "separate_64", "buffer_64",
-           "bce_stacked", "floor", "floor_stacked")
+           "bce_stacked", "floor", "floor_stacked", "bce_start")
 QUANTILE = {"default": {}, "buffer": {"threshold_memory": "buffer"}, "ema": {"threshold_memory": "ema"},
             "from_batch": {"subset_from_batch": True}, "separate_64": {"subset_batch_size": 64},
             "buffer_64": {"threshold_memory": "buffer", "subset_batch_size": 64}}
@@ -291,13 +293,19 @@ def fit_one(method, X, y, batch_size, epochs, lr, seed, device, channels=8) -> t
     full = batch_size is None
     if full:  # as many steps as the reference batch size takes
         epochs = epochs * math.ceil(n / REFERENCE_BATCH)
-    if method in QUANTILE:
+    if method in QUANTILE or method == "bce_start":
+        start_seconds, start_steps = 0.0, 0
+        if method == "bce_start":  # half the epochs of BCE, then the default from that model
+            start_seconds, start_steps = _loop(model, X, y, "bce", n if full else batch_size, epochs // 2, lr, seed,
+                                               device)
+            epochs -= epochs // 2
         kwargs = dict(objective="precision_at_recall", target=RECALL, batch_size=batch_size, learning_rate=lr,
-                      max_epochs=epochs, random_state=seed, init="model", **QUANTILE[method])
+                      max_epochs=epochs, random_state=seed, init="model", **QUANTILE.get(method, {}))
         with _Clock(device) as clock:
             result = train(model, X, y, **kwargs)
-        steps = sum(len(epoch) for epoch in result.threshold_curve)
-        return result.model, dict(seconds=clock.seconds, steps=steps, **_threshold_rows(result, result.model, X, y))
+        steps = start_steps + sum(len(epoch) for epoch in result.threshold_curve)
+        return result.model, dict(seconds=start_seconds + clock.seconds, steps=steps,
+                                  **_threshold_rows(result, result.model, X, y))
     seconds, steps = _loop(model, X, y, method, n if full else batch_size, epochs, lr, seed, device)
     model.eval()
     return model, dict(seconds=seconds, steps=steps)
@@ -359,7 +367,7 @@ def targets(rows: pd.DataFrame) -> list:
     out = []
     if "32" not in set(rows.batch):
         return out
-    for ours in ("default", "buffer"):
+    for ours in ("default", "buffer", "bce_start"):
         if ours not in set(rows.method):
             continue
         mine = mean_of("32", ours, "precision")

@@ -104,3 +104,18 @@ def test_the_floors_train_on_bces_batches_and_report_their_step_cost():
     assert set(rows.steps) == {58}
     text = bench.summary(rows)
     assert "step cost, floor / bce at batch 32" in text and "step cost, floor_stacked / bce at batch 32" in text
+
+
+def test_bce_start_is_bces_first_half_then_the_default_from_that_model():
+    from quantile_surrogate import train
+
+    X, y = bench.digits_task(3)
+    X, y = X[:300], y[:300]
+    model, row = bench.fit_one("bce_start", X, y, 32, 3, 0.05, 0, "cpu")
+    assert row["steps"] == 3 * 10  # 10 batches an epoch: one epoch of BCE, two of the default
+    start, _ = bench.fit_one("bce", X, y, 32, 1, 0.05, 0, "cpu")
+    start.train()
+    expected = train(start, X, y, objective="precision_at_recall", target=0.9, batch_size=32, learning_rate=0.05,
+                     max_epochs=2, random_state=0, init="model").model
+    for mine, theirs in zip(model.parameters(), expected.parameters()):
+        assert torch.equal(mine, theirs)
