@@ -29,3 +29,10 @@ def blobs(n=200, seed=0):
     y = (rng.random(n) < 0.3).astype(np.int64)
     X = rng.standard_normal((n, 4)) + 1.5 * y[:, None]
     return X, y
+
+
+def interaction(n=600, seed=0):
+    """A label no linear model can rank (an interaction of two features), about 25 % positives, in 4-D."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 4))
+    return X, (X[:, 0] * X[:, 1] > 0.15).astype(np.int64)

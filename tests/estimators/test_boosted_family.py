@@ -14,19 +14,12 @@ from quantile_surrogate.estimators import _boosted_family
 from quantile_surrogate.estimators.boosted import QuantileBoostingClassifier
 from quantile_surrogate.objectives import objective_metric
 from tests._data import sparse_classification
-from tests.estimators._data import needs_backends
+from tests.estimators._data import interaction as _xor, needs_backends
 
 pytestmark = needs_backends
 
 SMALL = dict(alphas=(1e-3,), hidden_layer_sizes_grid=((),), estimator=QuantileClassifier(max_epochs=10, n_restarts=1))
 TREES = QuantileBoostingClassifier(n_estimators=20, n_quantile_estimators=10)
-
-
-def _xor(n=600, seed=0):
-    """A label no linear model can rank (an interaction of two features), 25 % positives."""
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 4))
-    return X, (X[:, 0] * X[:, 1] > 0.15).astype(np.int64)
 
 
 @pytest.fixture(autouse=True)

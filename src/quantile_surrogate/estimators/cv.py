@@ -31,6 +31,7 @@ from ..selection._cross_fit import build_start, epoch_grid, family_fold, logisti
 from ..selection._family_rule import describe_choice, select_by_family
 from ..selection._scorer import FoldData
 from ..selection._splits import k_folds
+from ._blend import BLEND, ScoreBlend
 from ._boosted_family import (BOOSTED, NAN_NOTE, boosted_entries, boosted_fold, boosted_refit, boosted_template,
                               has_nan)
 from ._threshold import TARGET_CONSTRAINT, ThresholdedClassifier
@@ -115,6 +116,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
     family, why not the same bar between families, why average precision, and why not
     ``GridSearchCV(QuantileClassifier(), ...)``, with the measurements: ``docs/selection.md``.
 
+    3. With ``blend=True`` (the default), where step 2 chose the MLP or the trees and both families
+       were scored, the estimator deploys their blend instead of the winner alone: each family's
+       entry refitted on every row, and the mean of their standardised scores
+       :math:`f(x) = \tfrac12 \sum_m (f_m(x) - \mu_m) / \sigma_m` (:math:`\mu_m`, :math:`\sigma_m`
+       the mean and standard deviation of member :math:`m`'s training scores), its threshold set
+       on :math:`f` (:mod:`~quantile_surrogate.estimators._blend`; where the linear model wins it
+       is deployed alone). Chosen on development splits, never a test half: ``docs/estimator.md``.
+
     Parameters
     ----------
     objective : {"precision_at_recall", "precision_at_rate", "recall_at_fpr"}, default="precision_at_recall"
@@ -162,6 +171,9 @@ class QuantileClassifierCV(ThresholdedClassifier):
         ``QuantileBoostingClassifier(backend="xgboost")``; None: linear and MLP families only (the
         estimator before issue 24). With trees, ``fit`` takes ``X`` with NaN: only the trees are
         trained then (``selection_["notes"]`` says so), and ``predict`` takes NaN where they won.
+    blend : bool, default=True
+        Deploy the blend of step 3 where the MLP or the trees win and both were scored; False
+        deploys the winning family alone (the estimator before 2026-11-28).
     n_jobs : int or None, default=1
         (Model family, fold) tasks run in parallel through joblib; the result does not depend on it.
     random_state : int, RandomState or None, default=None
@@ -170,12 +182,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
     Attributes
     ----------
     family_ : str
-        The chosen family: "linear", "mlp" or "boosted".
+        The deployed family: "linear", "mlp", "boosted", or "mlp+boosted" for the blend (step 3;
+        ``selection_["reason"]`` names the family the rule chose).
     alpha_, bandwidth_, hidden_layer_sizes_ : float, float, tuple
-        The chosen values (None for the trees).
+        The chosen values (None for the trees; the MLP member's for the blend).
     epochs_ : int
         The chosen number of epochs (0: the logistic start as it is); for the trees, the quantile
-        rounds the refit kept.
+        rounds the refit kept; for the blend, its MLP member's (the trees member's rounds are
+        ``best_estimator_.estimators_[1].best_iteration_``).
     restart_ : int
         The chosen restart (its start: ``start_``, "logistic", "random" or "log-loss trees").
     start_ : str
@@ -204,9 +218,11 @@ class QuantileClassifierCV(ThresholdedClassifier):
         families left out (no LightGBM, NaN or sparse ``X``) and on the one ``alpha`` of sparse ``X``;
         ``reason``, one line on why the family won. Without a logistic restart only ``metric``,
         ``loss``, ``average_precision`` and ``epochs``, and the choice is the best mean over the grid.
-    best_estimator_ : QuantileClassifier or QuantileBoostingClassifier
+    best_estimator_ : QuantileClassifier, QuantileBoostingClassifier or ScoreBlend
         The chosen settings, refitted on every row; predictions go through it. A
-        QuantileClassifier's ``best_epoch_`` is ``epochs_``.
+        QuantileClassifier's ``best_epoch_`` is ``epochs_``. The blend is a
+        :class:`~quantile_surrogate.estimators._blend.ScoreBlend` of the two refitted members
+        (``estimators_``, ``offsets_``, ``scales_``); ``threshold_`` is set on its scores.
     classes_, threshold_, groups_, group_thresholds_, n_features_in_, feature_names_in_
         As in :class:`QuantileClassifier`.
 
@@ -239,13 +255,14 @@ class QuantileClassifierCV(ThresholdedClassifier):
         "estimator": [QuantileClassifier, None],
         "selection_se": [Interval(Real, 0, None, closed="left")],
         "boosting": [StrOptions({"auto"}), QuantileBoostingClassifier, None],
+        "blend": ["boolean"],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
     }
 
     def __init__(self, *, objective="precision_at_recall", target=None, alphas="auto",
                  bandwidths=(0.1,), hidden_layer_sizes_grid="auto", cv=3, estimator=None, selection_se=2.0,
-                 boosting="auto", n_jobs=1, random_state=None):
+                 boosting="auto", blend=True, n_jobs=1, random_state=None):
         self.objective = objective
         self.target = target
         self.alphas = alphas
@@ -255,6 +272,7 @@ class QuantileClassifierCV(ThresholdedClassifier):
         self.estimator = estimator
         self.selection_se = selection_se
         self.boosting = boosting
+        self.blend = blend
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -340,7 +358,11 @@ class QuantileClassifierCV(ThresholdedClassifier):
         arrays = [np.stack([np.concatenate([part[i] for part in fold]) for fold in parts], axis=1) for i in range(4)]
         chosen = self._record(candidates, *arrays, epochs, base, [held.y_np for held in labels],
                               [held.weight_np for held in labels], notes)
-        if candidates[chosen].get("family") == BOOSTED:
+        pair = self._blend_pair(candidates, chosen, boosted)
+        if pair is not None:
+            self._refit_blend(pair, candidates, base, boosted, X, y, y01, weight, sensitive_features, codes, Xt, yt,
+                              seed)
+        elif candidates[chosen].get("family") == BOOSTED:
             self._refit_boosted(boosted, X, y, weight, sensitive_features)
         else:
             self._refit(base, X, y, weight, sensitive_features, codes, Xt, yt, candidates[chosen], seed, len(y01))
@@ -448,15 +470,60 @@ class QuantileClassifierCV(ThresholdedClassifier):
 
     def _refit(self, base, X, y, weight, sensitive_features, codes, Xt, yt, candidate, seed, n_rows):
         """The chosen start, trained for ``epochs_`` epochs on every row, as ``best_estimator_``."""
+        self._adopt_thresholds(self._trained(base, X, y, weight, sensitive_features, Xt, yt, candidate, seed, n_rows,
+                                             self.restart_, self.epochs_, self.start_ == "logistic"))
+
+    def _trained(self, base, X, y, weight, sensitive_features, Xt, yt, candidate, seed, n_rows, restart, epochs,
+                 logistic) -> QuantileClassifier:
+        """A torch family's candidate: restart ``restart``'s start trained for ``epochs`` epochs on every row."""
         best = clone(base).set_params(**candidate)
         y01, codes = best._adopt_fit(X, y, sensitive_features, base.mean_, base.scale_)
         every = FoldData(Xt, yt, np.arange(n_rows), weight, codes)
-        model_seed, shuffle_seed = restart_seeds(seed, base._restarts())[self.restart_]
-        start = build_start(best._scorer_factory(Xt.shape[1]), every, model_seed, self.start_ == "logistic")
+        model_seed, shuffle_seed = restart_seeds(seed, base._restarts())[restart]
+        start = build_start(best._scorer_factory(Xt.shape[1]), every, model_seed, logistic)
         settings = self._settings(base, candidate, seed, n_rows, Xt.layout == torch.sparse_csr)
-        result = train_from(start, every, settings, self.epochs_, shuffle_seed)
-        best._finish_fit(Xt, y01, codes, weight, result=result, best_epoch=self.epochs_)
-        self._adopt_thresholds(best)
+        result = train_from(start, every, settings, epochs, shuffle_seed)
+        best._finish_fit(Xt, y01, codes, weight, result=result, best_epoch=epochs)
+        return best
+
+    def _blend_pair(self, candidates, chosen, boosted):
+        """``(MLP candidate, trees candidate)`` for step 3, or None: ``blend`` off, the linear model chosen, or a family missing.
+
+        The MLP member is the chosen candidate where an MLP won, else the entry of the MLP family with the
+        highest mean held-out metric (``hidden_layer_sizes_grid`` may hold several).
+        """
+        record = self.selection_
+        if not self.blend or boosted is None or self.family_ == "linear" or "family_entries" not in record:
+            return None
+        entries, means = record["family_entries"], record["family_means"]
+        mlps = [f for f, c in enumerate(entries) if candidates[c].get("hidden_layer_sizes") not in ((), None)]
+        trees = [f for f, c in enumerate(entries) if candidates[c].get("family") == BOOSTED]
+        if not mlps or not trees:
+            return None
+        mlp = max(mlps, key=lambda f: (means[f], -f)) if self.family_ == BOOSTED else next(
+            f for f in mlps if entries[f] == chosen)
+        if not (np.isfinite(means[mlp]) and np.isfinite(means[trees[0]])):  # a diverged start never joins
+            return None
+        return int(entries[mlp]), int(entries[trees[0]])
+
+    def _refit_blend(self, pair, candidates, base, boosted, X, y, y01, weight, sensitive_features, codes, Xt, yt,
+                     seed):
+        """Step 3: both members refitted on every row, their :class:`ScoreBlend` as ``best_estimator_``, its threshold."""
+        mlp, trees = pair
+        results = self.cv_results_
+        restart, epochs = int(results["best_restart"][mlp]), int(results["best_epochs"][mlp])
+        logistic = bool(logistic_restarts(base.init, base._restarts())[restart])
+        members = (self._trained(base, X, y, weight, sensitive_features, Xt, yt, candidates[mlp], seed, len(y01),
+                                 restart, epochs, logistic),
+                   boosted_refit(boosted, results["best_epochs"][trees] > 0, X, y, weight, sensitive_features))
+        self.best_estimator_ = ScoreBlend(members, X, weight)
+        self._set_threshold(self.best_estimator_._raw_scores(X), y01, codes, weight)
+        self.selection_["reason"] += (f"; deployed as the blend of the mlp {candidates[mlp]['hidden_layer_sizes']} and "
+                                      "boosted families (the mean of their standardised scores, blend=True)")
+        self.family_ = BLEND
+        self.alpha_, self.bandwidth_ = candidates[mlp]["alpha"], candidates[mlp]["bandwidth"]
+        self.hidden_layer_sizes_ = candidates[mlp]["hidden_layer_sizes"]
+        self.restart_, self.epochs_, self.start_ = restart, epochs, "logistic" if logistic else "random"
 
     def _refit_boosted(self, boosted, X, y, weight, sensitive_features):
         """The boosted family's estimator on every row (its log-loss trees alone where column 0 won), as ``best_estimator_``."""

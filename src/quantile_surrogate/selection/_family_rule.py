@@ -131,9 +131,10 @@ def select_by_family(metric, loss, is_start, families, held_labels, objective, t
     (chosen, entries, record) : tuple
         As :func:`select_entries`; ``record`` holds ``mean_gain``, ``gain_se``, ``bar`` and
         ``eligible`` (each entry against its own family's start), ``noise`` (families, folds),
-        ``noise_floor`` and ``references`` (one per family), ``family_means`` and
-        ``family_average_precision`` (of each family's entry), ``family_bar`` (each family's bar
-        against :math:`b`) and ``family_within_noise``; None without a logistic restart.
+        ``noise_floor`` and ``references`` (one per family), ``family_entries`` (the candidate of
+        each family's entry), ``family_means`` and ``family_average_precision`` (of each family's
+        entry), ``family_bar`` (each family's bar against :math:`b`) and ``family_within_noise``;
+        None without a logistic restart.
     """
     if not is_start.any():
         return select_entries(metric, loss, is_start, None, held_labels, objective, target, n_se, held_weights)
@@ -155,7 +156,8 @@ def select_by_family(metric, loss, is_start, families, held_labels, objective, t
     within[best] = True
     contenders = np.flatnonzero(within)
     chosen = winners[int(contenders[np.argmax(ranks[contenders])])]  # argmax: the earliest of equal ranks
-    record.update(family_means=means, family_average_precision=ranks, family_bar=bars, family_within_noise=within)
+    record.update(family_means=means, family_average_precision=ranks, family_bar=bars, family_within_noise=within,
+                  family_entries=np.asarray(winners, dtype=np.intp))
     return int(chosen), entries, {k: (np.asarray(v) if k in ("noise", "noise_floor") else v)
                                  for k, v in record.items()}
 
