@@ -172,8 +172,9 @@ class QuantileClassifierCV(ThresholdedClassifier):
         estimator before issue 24). With trees, ``fit`` takes ``X`` with NaN: only the trees are
         trained then (``selection_["notes"]`` says so), and ``predict`` takes NaN where they won.
     blend : bool, default=True
-        Deploy the blend of step 3 where the MLP or the trees win and both were scored; False
-        deploys the winning family alone (the estimator before 2026-11-28).
+        Deploy the blend of step 3 where the MLP or the trees win and both were scored (with a
+        logistic restart: without one there is no family rule, and the best entry is deployed
+        alone); False deploys the winning family alone (the estimator before 2026-11-28).
     n_jobs : int or None, default=1
         (Model family, fold) tasks run in parallel through joblib; the result does not depend on it.
     random_state : int, RandomState or None, default=None
