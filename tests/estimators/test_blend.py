@@ -34,7 +34,8 @@ def test_a_blend_averages_its_members_standardised_scores():
     X = np.random.default_rng(0).normal(size=(50, 2))
     weight = np.arange(50) % 3
     a, b = _Member(2.0, 1.0), _Member(-0.5, 4.0)
-    blend = ScoreBlend((a, b), X, weight)
+    blend, training = ScoreBlend.fit_on((a, b), X, weight)
+    np.testing.assert_array_equal(training, blend._raw_scores(X))  # the same numbers, scored once
     (mu_a, sd_a), (mu_b, sd_b) = standardising(a._raw_scores(X), weight), standardising(b._raw_scores(X), weight)
     new = np.random.default_rng(1).normal(size=(7, 2))
     expected = ((a._raw_scores(new) - mu_a) / sd_a + (b._raw_scores(new) - mu_b) / sd_b) / 2

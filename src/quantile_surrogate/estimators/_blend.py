@@ -52,14 +52,29 @@ class ScoreBlend:
         :math:`\mu_m` and :math:`\sigma_m` of :func:`standardising` on each member's training scores.
     """
 
-    def __init__(self, estimators, X, weight=None):
+    def __init__(self, estimators, offsets, scales):
         self.estimators_ = tuple(estimators)
-        pairs = [standardising(member._raw_scores(X), weight) for member in self.estimators_]
-        self.offsets_, self.scales_ = (np.array(values, dtype=np.float64) for values in zip(*pairs))
+        self.offsets_, self.scales_ = np.asarray(offsets, dtype=np.float64), np.asarray(scales, dtype=np.float64)
+
+    @classmethod
+    def fit_on(cls, estimators, X, weight=None) -> tuple["ScoreBlend", np.ndarray]:
+        """``(blend, its scores on X)``: offsets and scales from each member's scores on the training rows ``X``,
+        every member scoring them once."""
+        raw = [_member_scores(member, X) for member in estimators]
+        offsets, scales = zip(*(standardising(scores, weight) for scores in raw))
+        blend = cls(estimators, offsets, scales)
+        return blend, blend._combine(raw)
 
     def _raw_scores(self, X) -> np.ndarray:
         """The blended score of each row of ``X`` (validated as the members' ``_raw_scores`` take it), shape (n,)."""
+        return self._combine([_member_scores(member, X) for member in self.estimators_])
+
+    def _combine(self, raw) -> np.ndarray:
         total = 0.0
-        for member, offset, scale in zip(self.estimators_, self.offsets_, self.scales_):
-            total = total + (np.asarray(member._raw_scores(X), dtype=np.float64).reshape(-1) - offset) / scale
+        for scores, offset, scale in zip(raw, self.offsets_, self.scales_):
+            total = total + (scores - offset) / scale
         return total / len(self.estimators_)
+
+
+def _member_scores(member, X) -> np.ndarray:
+    return np.asarray(member._raw_scores(X), dtype=np.float64).reshape(-1)

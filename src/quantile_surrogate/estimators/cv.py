@@ -517,8 +517,8 @@ class QuantileClassifierCV(ThresholdedClassifier):
         members = (self._trained(base, X, y, weight, sensitive_features, Xt, yt, candidates[mlp], seed, len(y01),
                                  restart, epochs, logistic),
                    boosted_refit(boosted, results["best_epochs"][trees] > 0, X, y, weight, sensitive_features))
-        self.best_estimator_ = ScoreBlend(members, X, weight)
-        self._set_threshold(self.best_estimator_._raw_scores(X), y01, codes, weight)
+        self.best_estimator_, scores = ScoreBlend.fit_on(members, X, weight)
+        self._set_threshold(scores, y01, codes, weight)
         self.selection_["reason"] += (f"; deployed as the blend of the mlp {candidates[mlp]['hidden_layer_sizes']} and "
                                       "boosted families (the mean of their standardised scores, blend=True)")
         self.family_ = BLEND
