@@ -61,7 +61,11 @@ every worker's gradient and Hessian of every round (:class:`GradientReplay`, as 
 keeps; rounds x the worker's rows x 8 bytes of memory on each worker), and a timed run hands them back
 in order, so XGBoost grows the same trees (compared tree by tree, ``replay_same_trees``) while the
 objective costs nothing but returning two arrays. Its seconds per round are what any objective with
-these gradients costs at best: the custom-objective path and the trees these gradients grow.
+these gradients costs at best: the custom-objective path and the trees these gradients grow. A third
+run of the same recording (``reduce``) adds back what the objective does besides its arithmetic: it reads
+the DMatrix's labels and weights and makes the recording's reductions, round by round, of the same
+sizes (of zeros); its round is the floor of an exact distributed objective that needs those reductions,
+and the quantile round's excess over it is the cost of the objective's arithmetic on the workers.
 
 ``--quick`` (10^4 rows, 2 workers as threads, 5 rounds, 4 partitions: seconds) is what
 tests/cross/test_dask_benchmark.py runs. ``--out`` is never overwritten.
@@ -71,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -90,8 +95,8 @@ FEATURES, INFORMATIVE = 20, 8
 OBJECTIVE, TARGET = "precision_at_recall", 0.9
 WORKERS = ("1", "2", "3", "4", "6", "8")
 QUICK = dict(rows=10_000, workers=[2], rounds=5, partitions=4, processes=False)
-TIMED = ("logloss_s", "quantile_s", "custom_logloss_s", "replay_s")
-"""Every timed run's seconds (``replay_s`` with ``--replay`` only)."""
+TIMED = ("logloss_s", "quantile_s", "custom_logloss_s", "replay_s", "reduced_s")
+"""Every timed run's seconds (``replay_s`` and ``reduced_s`` with ``--replay`` only)."""
 NEGATIVE_WEIGHT = 10.0
 """``--weights``: the weight of a negative row (positives weigh 1)."""
 
@@ -131,8 +136,9 @@ def local_data(rows: int, partitions: int, first: int = 0, seed: int = 0):
 
 
 # -- instruments (run on the workers) ---------------------------------------------------------------
-def _install_counter():
-    """Wrap ``XGBoostCommunicator.allreduce`` once per process to record ``(rank, bytes)`` of each call."""
+def _wrap_allreduce():
+    """Wrap ``XGBoostCommunicator.allreduce`` once per process to record each call: ``(rank, bytes)`` in one list,
+    and ``(op, dtype, size)`` per thread (:class:`GradientReplay` reads its own thread's calls)."""
     from quantile_surrogate.boosting import _collective
 
     cls = _collective.XGBoostCommunicator
@@ -140,11 +146,18 @@ def _install_counter():
         original = cls.allreduce
 
         def allreduce(self, values, op):
-            cls._benchmark_calls.append((self.rank, int(np.asarray(values).nbytes)))
+            values = np.asarray(values)
+            cls._benchmark_calls.append((self.rank, int(values.nbytes)))
+            cls._benchmark_shapes.setdefault(threading.get_ident(), []).append((op, values.dtype.str, values.size))
             return original(self, values, op)
 
-        cls._benchmark_calls, cls.allreduce = [], allreduce
-    cls._benchmark_calls.clear()
+        cls._benchmark_calls, cls._benchmark_shapes, cls.allreduce = [], {}, allreduce
+    return cls
+
+
+def _install_counter():
+    """:func:`_wrap_allreduce`, its ``(rank, bytes)`` list emptied (the next run's reductions alone)."""
+    _wrap_allreduce()._benchmark_calls.clear()
 
 
 def _read_counter():
@@ -199,6 +212,10 @@ class GradientReplay:
     Recorded as float32, the precision XGBoost keeps gradients in (it rounds a float64 gradient to the
     same float32), so a replay grows the recording run's trees. The rounds are kept on the Dask worker
     that trains (``distributed.get_worker()``), in order; :func:`clear_replay` empties them before a recording.
+    A recording also keeps each round's reductions (their ops, dtypes and sizes); ``"reduce"`` hands the
+    gradients back after what the objective does besides its arithmetic: it reads the DMatrix's labels and
+    weights (``get_label``, ``get_weight``: a copy each) and makes the same reductions (of zeros) through the
+    same communicator, so its round is the floor of an exact distributed objective with these reductions.
     """
 
     def __init__(self, fn, mode: str):
@@ -209,17 +226,32 @@ class GradientReplay:
 
         worker = get_worker()
         if self.mode == "record":
+            shapes = _wrap_allreduce()._benchmark_shapes.setdefault(threading.get_ident(), [])
+            first = len(shapes)
             grad, hess = self.fn(margins, dtrain)
             worker._benchmark_gradients.append((np.asarray(grad, np.float32).copy(),
                                                 np.asarray(hess, np.float32).copy()))
+            worker._benchmark_reductions.append(shapes[first:])
             return grad, hess
         worker._benchmark_replayed += 1
+        if self.mode == "reduce":
+            from quantile_surrogate.boosting._collective import xgboost_communicator
+
+            dtrain.get_label(), dtrain.get_weight()
+            comm = xgboost_communicator()
+            for op, dtype, size in worker._benchmark_reductions[worker._benchmark_replayed - 1]:
+                comm.allreduce(np.zeros(size, dtype), op)
         return worker._benchmark_gradients[worker._benchmark_replayed - 1]
 
 
 def clear_replay(dask_worker):
     """Empty a worker's recorded rounds (``client.run(clear_replay)``; Dask passes the worker)."""
-    dask_worker._benchmark_gradients, dask_worker._benchmark_replayed = [], 0
+    dask_worker._benchmark_gradients, dask_worker._benchmark_reductions, dask_worker._benchmark_replayed = [], [], 0
+
+
+def restart_replay(dask_worker):
+    """Hand a worker's recorded rounds back from the first again (a second replay of one recording)."""
+    dask_worker._benchmark_replayed = 0
 
 
 def same_trees(first, second) -> bool:
@@ -251,18 +283,20 @@ def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, proces
                            verbose_eval=False)["booster"]
         del params["base_score"]  # the start's own, kept by the runs that continue it
     fn = xgboost_objective(OBJECTIVE, TARGET, quantile=quantile, bandwidth=bandwidth)
-    seconds = {"logloss_s": [], "custom_logloss_s": [], "quantile_s": [], **({"replay_s": []} if replay else {})}
+    seconds = {"logloss_s": [], "custom_logloss_s": [], "quantile_s": [],
+               **({"replay_s": [], "reduced_s": []} if replay else {})}
     leaves = {name: [] for name in seconds}
     custom = {"disable_default_eval_metric": 1}
     plan = [("logloss_s", {"objective": "binary:logistic"}, None), ("custom_logloss_s", custom, logloss_objective),
             ("quantile_s", custom, fn)]
-    plan += [("record", custom, GradientReplay(fn, "record")), ("replay_s", custom, GradientReplay(fn, "replay"))] \
-        if replay else []
+    plan += [("record", custom, GradientReplay(fn, "record")), ("replay_s", custom, GradientReplay(fn, "replay")),
+             ("reduced_s", custom, GradientReplay(fn, "reduce"))] if replay else []
+    setup = {"record": clear_replay, "reduced_s": restart_replay}  # else: count the run's reductions afresh
     calls, same = [], []
     for _ in range(repeats):  # in turn, so that a slow spell of the machine falls on every objective
         boosters = {}
         for name, extra, obj in plan:
-            client.run(clear_replay if name == "record" else _install_counter)  # the timed run's reductions alone
+            client.run(setup.get(name, _install_counter))  # the quantile run's reductions alone are counted
             boosters[name] = dxgb.train(client, {**params, **extra}, dtrain, num_boost_round=rounds, obj=obj,
                                         xgb_model=start, callbacks=[_round_timer()], verbose_eval=False)["booster"]
             if name == "quantile_s":
@@ -273,7 +307,8 @@ def per_round(client, X, y, rounds: int, bandwidth: float, quantile: str, proces
                 leaves[name].append(leaves_per_tree(boosters[name], start_rounds))
         if replay:
             same.append(same_trees(boosters["record"], boosters["replay_s"])
-                        and same_trees(boosters["quantile_s"], boosters["replay_s"]))
+                        and same_trees(boosters["quantile_s"], boosters["replay_s"])
+                        and same_trees(boosters["replay_s"], boosters["reduced_s"]))
             client.run(clear_replay)  # the recorded rounds' memory back
     return dict(**{name: np.concatenate(runs) for name, runs in seconds.items()},
                 **{f"{name[:-2]}_leaves": float(np.mean(counts)) for name, counts in leaves.items()},
@@ -316,7 +351,8 @@ def run_cluster(workers: int, args, settings: dict, test) -> dict:
                 custom_logloss_leaves=rounds["custom_logloss_leaves"], quantile_leaves=rounds["quantile_leaves"],
                 reduction_bytes_per_round=rounds["bytes_per_round"], dask_fit_s=fit_s,
                 **({"replay_s": rounds["replay_s"], "replay_s_after_first": later["replay_s"].mean(),
-                    "replay_leaves": rounds["replay_leaves"], "replay_same_trees": rounds["replay_same_trees"]}
+                    "replay_leaves": rounds["replay_leaves"], "replay_same_trees": rounds["replay_same_trees"],
+                    "reduced_s": rounds["reduced_s"], "reduced_s_after_first": later["reduced_s"].mean()}
                    if "replay_s" in rounds else {}),
                 dask_rounds_kept=model.best_iteration_, dask_precision=precision,
                 held_out_partitions=" ".join(map(str, model.validation_partitions_[0])))
@@ -375,10 +411,13 @@ def summary(frame: pd.DataFrame) -> str:
                      f"{mean_se(replayed)} s a round, "
                      f"{row.replay_s_after_first / row.logloss_s_after_first:.2f} times `binary:logistic`'s "
                      f"(the quantile objective's {row.quantile_s_after_first / row.logloss_s_after_first:.2f}); "
-                     f"leaves/tree {row.replay_leaves:.1f}.")
+                     f"leaves/tree {row.replay_leaves:.1f}. With the objective's label read and its "
+                     f"{row.reductions_per_round:g} reductions a round (`reduce`: its arithmetic alone free): "
+                     f"{mean_se(after_first(row.reduced_s, row.rounds))} s a round, "
+                     f"{row.reduced_s_after_first / row.logloss_s_after_first:.2f} times.")
     first = frame.iloc[0]
     repeats = int(first.get("repeats", 1))
-    objectives = "four" if "replay_s" in frame else "three"
+    objectives = "five" if "replay_s" in frame else "three"
     lines.append(f"\n{first.rows:,} training rows in {first.partitions} partitions, {first.rounds} rounds"
                  f"{f' a run, each objective timed in {repeats} runs, the {objectives} in turn' if repeats > 1 else ''}, "
                  f"quantile={first['quantile']!r}, workers as {'processes' if first.processes else 'threads'}"
@@ -409,7 +448,8 @@ def parse(argv=None):
                              "estimators' quantile rounds follow theirs); 0: from a constant start")
     parser.add_argument("--replay", action="store_true",
                         help="also time the quantile run's own gradients handed back (the same trees, the objective "
-                             "free): the floor of a quantile round")
+                             "free): the floor of a quantile round; and again after the objective's label read and "
+                             "reductions (its arithmetic alone free)")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", type=Path, help="CSV (and a .md summary beside it); never overwritten")
     args = parser.parse_args(argv)

@@ -159,6 +159,58 @@ def test_gradient_replay_records_float32_rounds_and_hands_them_back_in_order(mon
     assert worker._benchmark_gradients == [] and worker._benchmark_replayed == 0
 
 
+def test_gradient_replay_reduce_repeats_the_recorded_reductions_and_reads_the_labels(monkeypatch):
+    import distributed
+
+    from quantile_surrogate.boosting import _collective
+
+    bench = load("dask_boosting")
+    worker = type("Worker", (), {})()
+    bench.clear_replay(worker)
+    monkeypatch.setattr(distributed, "get_worker", lambda: worker)
+    sent = []
+
+    class Collective:  # what XGBoostCommunicator needs of xgboost.collective; records what it is sent
+        Op = type("Op", (), {"SUM": "SUM", "MAX": "MAX"})
+
+        def get_rank(self):
+            return 0
+
+        def get_world_size(self):
+            return 2
+
+        def allreduce(self, values, op):
+            sent.append((op, values.dtype, values.size, values.any()))
+            return values
+
+    comm = _collective.XGBoostCommunicator(Collective())
+    monkeypatch.setattr(_collective, "xgboost_communicator", lambda: comm)
+    plan = [[("sum", np.ones(5)), ("max", np.ones(2, np.uint64))], [("sum", np.ones(3))]]
+
+    def objective(margins, dtrain):  # two rounds: three reductions, then one
+        for op, values in plan[len(worker._benchmark_gradients)]:
+            comm.allreduce(values, op)
+        return np.ones(2), np.ones(2)
+
+    record = bench.GradientReplay(objective, "record")
+    for _ in plan:
+        record(np.zeros(2), None)
+    assert [len(r) for r in worker._benchmark_reductions] == [2, 1]
+    sent.clear()
+    reads = []
+    dtrain = type("DMatrix", (), {"get_label": lambda self: reads.append("label") or np.zeros(2),
+                                  "get_weight": lambda self: reads.append("weight") or np.zeros(0)})()
+    reduce = bench.GradientReplay(None, "reduce")
+    for expected in plan:  # the same ops, dtypes and sizes, of zeros, and one read of the labels and weights a round
+        grad, _ = reduce(np.zeros(2), dtrain)
+        np.testing.assert_array_equal(grad, np.ones(2, np.float32))
+        assert sent == [(op.upper(), values.dtype, values.size, False) for op, values in expected]
+        assert reads == ["label", "weight"]
+        sent.clear(), reads.clear()
+    bench.restart_replay(worker)  # a second replay of the same recording starts from its first round
+    assert worker._benchmark_replayed == 0
+
+
 def test_same_trees_tells_boosters_with_other_gradients_apart():
     import xgboost as xgb
 
@@ -182,6 +234,8 @@ def test_replayed_gradients_grow_the_quantile_runs_trees(tmp_path):
     frame = bench.main(["--quick", "--replay", "--repeats", "2", "--start-rounds", "2", "--out", str(out)])
     row = frame.iloc[0]
     assert bool(row.replay_same_trees) and len(row.replay_s) == 10 and (row.replay_s > 0).all()
+    assert len(row.reduced_s) == 10 and row.reduced_s_after_first == pytest.approx(
+        bench.after_first(row.reduced_s, 5).mean())
     assert row.replay_leaves == row.quantile_leaves
     assert row.replay_s_after_first == pytest.approx(bench.after_first(row.replay_s, 5).mean())
     # the recording's reductions are not counted: the same count and bytes as the same runs without --replay
@@ -191,4 +245,5 @@ def test_replayed_gradients_grow_the_quantile_runs_trees(tmp_path):
     saved = pd.read_csv(out).iloc[0]
     np.testing.assert_allclose(np.array(saved.replay_s_rounds.split(), dtype=float), row.replay_s, atol=1e-6)
     text = out.with_suffix(".md").read_text()
-    assert "gradients replayed" in text and "the same trees" in text and "the four in turn" in text
+    assert "gradients replayed" in text and "the same trees" in text and "the five in turn" in text
+    assert "its arithmetic alone free" in text
