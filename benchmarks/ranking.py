@@ -15,7 +15,9 @@ around all fits):
 ``xendcg``      ``lightgbm.LGBMRanker(objective="rank_xendcg")`` on the graded relevance
 ``pointwise``   ``lightgbm.LGBMClassifier`` on the setting's binary label; its raw score ranks
 ``xgb_ndcg``    ``xgboost.XGBRanker(objective="rank:ndcg")`` on the graded relevance, queries by ``qid``
-``qr``          ``QuantileRanker(k=5)`` on the setting's binary label (``group=`` sizes)
+``qr``          ``QuantileRanker(k=5)`` on the setting's binary label (``group=`` sizes): its
+                precision@k model blended with a LambdaMART booster on the same label (the default)
+``qr_alone``    ``QuantileRanker(k=5, blend=False)``: the precision@k model alone
 ==============  ==========================================================================
 
 The graded methods do not see the setting: each is fitted once per fold and scored under both
@@ -29,7 +31,7 @@ group sizes are the sizes of its queries.
 One CSV row per (setting, method, repeat, fold): ``p_at_5``, ``p_at_10`` (mean precision@K over
 the test queries with a relevant row, binary label of the setting), ``ndcg_at_5`` (graded),
 ``fit_seconds``, ``rounds`` (boosting rounds of the fitted model: for ``qr`` its log-loss start plus
-its kept precision@K rounds), ``seconds_per_round`` (fit seconds / rounds; ``qr``'s fit seconds
+its kept precision@K rounds, plus its blend's LambdaMART rounds), ``seconds_per_round`` (fit seconds / rounds; ``qr``'s fit seconds
 include its fits on held-out queries that choose the rounds), ``rounds_trained`` and
 ``seconds_per_round_trained`` (``qr`` counts the rounds of those fits too, each stopped where the
 shortest one stopped, so a lower bound; the others: ``rounds``), ``n_train_queries``,
@@ -71,7 +73,7 @@ from quantile_surrogate.metrics import bootstrap_over_queries, ndcg_at_k, precis
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 SETTINGS = ("3", "2")
-METHODS = ("lambdarank", "xendcg", "pointwise", "xgb_ndcg", "qr")
+METHODS = ("lambdarank", "xendcg", "pointwise", "xgb_ndcg", "qr", "qr_alone")
 GRADED = ("lambdarank", "xendcg", "xgb_ndcg")
 """Methods fitted on the graded relevance: one fit per fold serves every setting."""
 FOLDS, K = 5, 5
@@ -128,19 +130,20 @@ def _xgb_ndcg(X, graded, binary, sizes, query, seed, quick):
     return (lambda X_: model.predict(X_)), rounds, rounds
 
 
-def _qr(X, graded, binary, sizes, query, seed, quick):
+def _qr(X, graded, binary, sizes, query, seed, quick, blend=True):
     from quantile_surrogate import QuantileRanker
 
     settings = dict(n_estimators=QUICK_ROUNDS, n_quantile_estimators=QUICK_ROUNDS, validation_splits=1) if quick else {}
-    model = QuantileRanker(k=K, random_state=seed, **settings).fit(X, binary, group=sizes)  # one thread: OpenMP's
-    rounds = int(model.n_logloss_estimators_ + model.best_iteration_)
+    model = QuantileRanker(k=K, random_state=seed, blend=blend, **settings).fit(X, binary, group=sizes)  # OpenMP: 1
+    member = 0 if model.ranking_model_ is None else model.ranking_model_.num_trees()  # the blend's LambdaMART rounds
+    rounds = int(model.n_logloss_estimators_ + model.best_iteration_ + member)
     curve, n_splits = model.validation_curve_, model.selection_["n_splits"]
     held = 0 if curve is None else n_splits * (model.n_logloss_estimators_ + len(curve) - 1)
     return (lambda X_: model.predict(X_)), rounds, rounds + held
 
 
 FIT = {"lambdarank": partial(_lgbm_ranker, "lambdarank"), "xendcg": partial(_lgbm_ranker, "rank_xendcg"),
-       "pointwise": _pointwise, "xgb_ndcg": _xgb_ndcg, "qr": _qr}
+       "pointwise": _pointwise, "xgb_ndcg": _xgb_ndcg, "qr": _qr, "qr_alone": partial(_qr, blend=False)}
 
 
 
@@ -343,7 +346,7 @@ def main(argv=None):
         parser.error(problem)
     if not has_data(args.data_dir):
         parser.error(f"no lightgbm_rank/rank.train(.query) under {args.data_dir} (see ../shared/data/README.md)")
-    if "qr" in methods and not has_ranker():
+    if {"qr", "qr_alone"} & set(methods) and not has_ranker():
         parser.error("--methods qr needs quantile_surrogate.QuantileRanker, which this version lacks; "
                      "leave qr out (e.g. --methods lambdarank,xendcg,pointwise,xgb_ndcg)")
     rows, bands = run(settings, methods, repeats=repeats, quick=args.quick, progress=args.progress,

@@ -87,6 +87,7 @@ def test_fit_prints_a_summary_and_saves_the_ranker(tmp_path, files, capsys):
     assert len(lines) == 3 and lines[-1] == f"Wrote {tmp_path / 'm.qs'}."
     assert f"320 rows in {N_QUERIES} queries (column 'qid')" in lines[0] and "(rel >= 2)" in lines[0]
     assert "queries count for P@3" in lines[0] and "Held-out P@3 on 3 split(s) of the queries" in lines[1]
+    assert lines[1].endswith("Scores: the mean of that model's and a LambdaMART model's (20 trees) standardised scores.")
     saved = load_model(tmp_path / "m.qs")
     assert saved.is_ranker and (saved.query, saved.k, saved.relevance_threshold) == ("qid", 3, 2.0)
     assert (saved.classes, saved.objective, saved.target, saved.model_kind) == (None, None, None, "lightgbm")
@@ -115,6 +116,7 @@ def test_round_trip_gives_the_in_memory_scores(tmp_path, kind):
         np.testing.assert_array_equal(loaded.decision_function(X), expected)  # the booster's own text, bit for bit
     back, ranker = loaded.model[-1], model[-1]
     assert back.get_params() == ranker.get_params() and back.selection_ == ranker.selection_
+    assert (back.ranking_model_ is None) == (ranker.ranking_model_ is None) == (kind == "linear")  # the blend's
     assert (back.best_iteration_, back.n_logloss_estimators_) == (ranker.best_iteration_, ranker.n_logloss_estimators_)
 
 

@@ -127,8 +127,8 @@ def test_too_few_queries_for_a_split_keeps_every_round():
 @pytest.mark.parametrize("model", ["lightgbm", "xgboost", "linear"])
 def test_train_precision_beats_a_random_ranking_and_the_start(model):
     X, y, codes = _planted(60, 20)
-    params = dict(k=5, model=model, n_estimators=20, random_state=0, early_stopping=False,
-                  backend_params={"nthread": 1} if model == "xgboost" else None)
+    params = dict(k=5, model=model, n_estimators=20, random_state=0, early_stopping=False, blend=False,
+                  backend_params={"nthread": 1} if model == "xgboost" else None)  # the trained model alone
     if model == "lightgbm":
         params["backend_params"] = {"num_threads": 1}
     start = QuantileRanker(**params, n_quantile_estimators=0).fit(X, y, query=codes).predict(X)
@@ -138,6 +138,45 @@ def test_train_precision_beats_a_random_ranking_and_the_start(model):
     metric = precision_at_k_per_query(y, trained, codes, 5)
     assert random_order < 0.6 < start_metric
     assert metric > start_metric + 0.05, (start_metric, metric)
+
+
+# -- the blend (step 4) ------------------------------------------------------------------------------
+@pytest.mark.parametrize("model", ["lightgbm", "xgboost"])
+def test_the_blend_is_the_mean_of_the_two_boosters_standardised_scores(model):
+    X, y, codes = _planted(30, 12)
+    backend = {"nthread": 1} if model == "xgboost" else {"num_threads": 1}
+    ranker = QuantileRanker(k=3, model=model, **{**FAST, "backend_params": backend}).fit(X, y, query=codes)
+    engine = ranker_module.BACKENDS[model]({})
+    own, lambdamart = engine.margins(ranker.model_, X), engine.margins(ranker.ranking_model_, X)
+    # the offsets and scales: each member's mean and (population) standard deviation on the training rows
+    np.testing.assert_allclose(ranker.blend_offsets_, [own.mean(), lambdamart.mean()], rtol=1e-12)
+    np.testing.assert_allclose(ranker.blend_scales_, [own.std(), lambdamart.std()], rtol=1e-12)
+    expected = ((own - own.mean()) / own.std() + (lambdamart - lambdamart.mean()) / lambdamart.std()) / 2
+    np.testing.assert_allclose(ranker.predict(X), expected, rtol=1e-12, atol=1e-12)
+    alone = QuantileRanker(k=3, model=model, blend=False, **{**FAST, "backend_params": backend}).fit(X, y, query=codes)
+    assert alone.ranking_model_ is None and alone.blend_offsets_ is None and alone.blend_scales_ is None
+    np.testing.assert_array_equal(alone.predict(X), engine.margins(ranker.model_, X))  # step 4 changes no member
+
+
+def test_the_blends_member_is_lightgbms_own_lambdarank():
+    import lightgbm
+
+    X, y, codes = _planted(30, 12)  # rows come sorted by query here, so the ranker keeps their order
+    ranker = QuantileRanker(k=3, **FAST).fit(X, y, query=codes)
+    params = dict(objective="lambdarank", learning_rate=0.1, num_leaves=31, max_depth=-1, min_child_samples=20,
+                  seed=0, verbose=-1, deterministic=True, force_col_wise=True, num_threads=1)
+    data = lightgbm.Dataset(X, label=y.astype(np.float64), group=np.bincount(codes),
+                            params={"verbose": -1, "feature_pre_filter": False})
+    reference = lightgbm.train(params, data, num_boost_round=FAST["n_estimators"])
+    assert ranker.ranking_model_.num_trees() == FAST["n_estimators"]
+    np.testing.assert_array_equal(ranker.ranking_model_.predict(X, raw_score=True), reference.predict(X, raw_score=True))
+
+
+def test_a_linear_ranker_is_never_blended():
+    X, y, codes = _planted(20, 12)
+    ranker = QuantileRanker(k=3, model="linear", n_quantile_estimators=5, random_state=0).fit(X, y, query=codes)
+    assert ranker.ranking_model_ is None and ranker.blend_offsets_ is None
+    np.testing.assert_array_equal(ranker.predict(X), ranker.model_.scores(X))
 
 
 @pytest.mark.parametrize("model", ["lightgbm", "linear"])

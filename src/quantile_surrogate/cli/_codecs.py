@@ -200,12 +200,17 @@ def _load_boosting(entry: dict, payload: Payload):
 
 
 def _dump_ranker(ranker, payload: Payload, prefix: str) -> dict:
-    """A booster as :func:`_dump_boosting` stores one; a linear model by its ``coef_`` and ``intercept_`` (JSON)."""
-    entry = _entry("QuantileRanker", ranker, _fitted(ranker, skip=("model_",)))
+    """A booster as :func:`_dump_boosting` stores one (and the blend's LambdaMART booster beside it); a linear model
+    by its ``coef_`` and ``intercept_`` (JSON)."""
+    entry = _entry("QuantileRanker", ranker, _fitted(ranker, skip=("model_", "ranking_model_")))
     if ranker.model == "linear":
         return entry
     payload.blobs[prefix + "model_"] = _booster_text(ranker.model_, ranker.model)
-    return {**entry, "booster": prefix + "model_"}
+    blend = {}
+    if ranker.ranking_model_ is not None:
+        payload.blobs[prefix + "ranking_model_"] = _booster_text(ranker.ranking_model_, ranker.model)
+        blend = {"ranking_booster": prefix + "ranking_model_"}
+    return {**entry, "booster": prefix + "model_", **blend}
 
 
 def _load_ranker(entry: dict, payload: Payload):
@@ -217,6 +222,10 @@ def _load_ranker(entry: dict, payload: Payload):
         ranker.model_ = LinearModel(np.asarray(ranker.coef_, dtype=np.float64), float(ranker.intercept_))
     else:
         ranker.model_ = _booster(payload.blobs[entry["booster"]], ranker.model)
+    blend = entry.get("ranking_booster")  # absent: no blend (blend=False, linear, or a file from before blends)
+    ranker.ranking_model_ = None if blend is None else _booster(payload.blobs[blend], ranker.model)
+    if blend is None:
+        ranker.blend_offsets_ = ranker.blend_scales_ = None
     return ranker
 
 

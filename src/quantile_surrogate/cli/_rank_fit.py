@@ -134,6 +134,9 @@ def _summary(args, y, codes, ranker) -> list[str]:
     else:
         lines.append(f"No held-out selection: the start ({start}) and all {ranker.best_iteration_} precision@k "
                      f"round(s) kept.")
+    if ranker.ranking_model_ is not None:
+        lines[-1] += (f" Scores: the mean of that model's and a LambdaMART model's ({ranker.n_estimators} trees) "
+                      f"standardised scores.")
     return lines
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BLEND", "ScoreBlend", "standardising"]
+__all__ = ["BLEND", "ScoreBlend", "standardised_mean", "standardising"]
 
 BLEND = "mlp+boosted"
 """``family_`` of a :class:`~quantile_surrogate.QuantileClassifierCV` that deploys the blend."""
@@ -35,6 +35,14 @@ def standardising(scores, weight=None) -> tuple[float, float]:
     mean = float(np.average(scores, weights=weight))
     spread = float(np.sqrt(np.average((scores - mean) ** 2, weights=weight)))
     return mean, (spread if spread > 0 and np.isfinite(spread) else 1.0)
+
+
+def standardised_mean(raw, offsets, scales) -> np.ndarray:
+    """``mean_m (raw_m - offsets_m) / scales_m``: the blend of the members' raw scores ``raw`` (a sequence of arrays)."""
+    total = 0.0
+    for scores, offset, scale in zip(raw, offsets, scales):
+        total = total + (scores - offset) / scale
+    return total / len(raw)
 
 
 class ScoreBlend:
@@ -70,10 +78,7 @@ class ScoreBlend:
         return self._combine([_member_scores(member, X) for member in self.estimators_])
 
     def _combine(self, raw) -> np.ndarray:
-        total = 0.0
-        for scores, offset, scale in zip(raw, self.offsets_, self.scales_):
-            total = total + (scores - offset) / scale
-        return total / len(self.estimators_)
+        return standardised_mean(raw, self.offsets_, self.scales_)
 
 
 def _member_scores(member, X) -> np.ndarray:

@@ -128,6 +128,11 @@ class LightGBMBackend:
         return self.lgb.train({**self.params, "objective": "binary"}, data, num_boost_round=rounds,
                               keep_training_booster=False)
 
+    def fit_ranking(self, data, rounds):
+        """``rounds`` trees of LightGBM's ``lambdarank`` (NDCG's LambdaMART) on ``data``'s labels and query groups."""
+        return self.lgb.train({**self.params, "objective": "lambdarank"}, data, num_boost_round=rounds,
+                              keep_training_booster=False)
+
     def continue_training(self, booster, data, objective, rounds, validation=None, after_round=None):
         """``rounds`` more trees on ``objective``; ``after_round(margins)`` sees the held-out margins, True stops."""
         if rounds <= 0:
@@ -175,6 +180,11 @@ class XGBoostBackend:
 
     def fit_logloss(self, data, rounds):
         return self.xgb.train({**self.params, "objective": "binary:logistic"}, data, num_boost_round=rounds,
+                              verbose_eval=False)
+
+    def fit_ranking(self, data, rounds):
+        """``rounds`` trees of XGBoost's ``rank:ndcg`` (LambdaMART) on ``data``'s labels and query groups."""
+        return self.xgb.train({**self.params, "objective": "rank:ndcg"}, data, num_boost_round=rounds,
                               verbose_eval=False)
 
     def continue_training(self, booster, data, objective, rounds, validation=None, after_round=None):

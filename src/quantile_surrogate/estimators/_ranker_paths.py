@@ -9,7 +9,8 @@ for exactly that many rounds. Rows come sorted by query (each query's rows conse
 - :class:`BoostedPath`: LightGBM or XGBoost through the backends of
   :class:`~quantile_surrogate.QuantileBoostingClassifier` (``_boosting_backends``): ``n_estimators``
   binary log-loss rounds, then rounds of ``lightgbm_objective("precision_at_k", k=...)``, which reads
-  the query sizes set on the library's data.
+  the query sizes set on the library's data; and the blend's second member, ``n_estimators`` rounds of
+  the library's own LambdaMART (:meth:`BoostedPath.fit_ranking`).
 - :class:`LinearPath`: a linear score on standardised features, started at logistic regression
   (:func:`~quantile_surrogate.training.models.fit_logistic`), then full-batch SGD steps (all queries
   in every step) on :func:`~quantile_surrogate.losses.precision_at_k_loss`.
@@ -60,6 +61,12 @@ class BoostedPath:
         booster = engine.continue_training(start, data, self.objective, rounds, validation=validation,
                                            after_round=curve)
         return booster, n_start
+
+    def fit_ranking(self, X, relevant, codes):
+        """A learning-to-rank booster of ``n_start`` rounds on the same relevance and queries (the ranker's blend)."""
+        data = self.engine.data(X, relevant.astype(np.float64))
+        data.set_group(query_sizes(codes))
+        return self.engine.fit_ranking(data, self.n_start)
 
     def scores(self, booster, X) -> np.ndarray:
         return self.engine.margins(booster, X)
