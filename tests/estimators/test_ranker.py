@@ -7,6 +7,8 @@ what training buys on a planted problem, seeds, and the errors.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
@@ -16,8 +18,8 @@ from quantile_surrogate import QuantileRanker
 from quantile_surrogate.boosting.ranking import QUERY_SIZES_MESSAGE
 from quantile_surrogate.estimators import ranker as ranker_module
 from quantile_surrogate.estimators._ranker_paths import BoostedPath, LinearPath
-from quantile_surrogate.estimators.ranker import (GRADED_LABELS_MESSAGE, GROUP_QUERY_MESSAGE, NO_LARGE_QUERY_MESSAGE,
-                                                  NO_MIXED_QUERY_MESSAGE, QUERY_LENGTH_MESSAGE)
+from quantile_surrogate.estimators.ranker import (BLEND_SKIPPED_MESSAGE, GRADED_LABELS_MESSAGE, GROUP_QUERY_MESSAGE,
+                                                  NO_LARGE_QUERY_MESSAGE, NO_MIXED_QUERY_MESSAGE, QUERY_LENGTH_MESSAGE)
 from quantile_surrogate.metrics import precision_at_k_per_query
 from tests._messages import exact, prefix
 from tests.boosting.test_ranking import _planted
@@ -170,6 +172,21 @@ def test_the_blends_member_is_lightgbms_own_lambdarank():
     reference = lightgbm.train(params, data, num_boost_round=FAST["n_estimators"])
     assert ranker.ranking_model_.num_trees() == FAST["n_estimators"]
     np.testing.assert_array_equal(ranker.ranking_model_.predict(X, raw_score=True), reference.predict(X, raw_score=True))
+
+
+def test_a_query_past_lightgbms_lambdarank_limit_skips_the_blend_with_a_warning(monkeypatch):
+    monkeypatch.setattr(ranker_module, "LAMBDARANK_MAX_QUERY", 11)  # LightGBM's limit is 10,000 rows a query
+    X, y, codes = _planted(20, 12)
+    with pytest.warns(UserWarning) as caught:
+        ranker = QuantileRanker(k=3, **FAST).fit(X, y, query=codes)
+    assert [str(w.message) for w in caught] == [BLEND_SKIPPED_MESSAGE.format(limit=11, largest=12)]
+    assert ranker.ranking_model_ is None and ranker.blend_scales_ is None
+    np.testing.assert_array_equal(ranker.predict(X), QuantileRanker(k=3, blend=False, **FAST).fit(
+        X, y, query=codes).predict(X))
+    monkeypatch.setattr(ranker_module, "LAMBDARANK_MAX_QUERY", 12)  # at the limit: blended, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert QuantileRanker(k=3, **FAST).fit(X, y, query=codes).ranking_model_ is not None
 
 
 def test_a_linear_ranker_is_never_blended():

@@ -6,6 +6,7 @@ only when ``fit`` runs; ``model="linear"`` needs neither.
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -29,7 +30,7 @@ from ._threshold import refuse_text_columns, short_input_errors
 from .boosted import AUTO_SINGLE_SPLIT_ROWS, QuantileBoostingClassifier
 
 __all__ = ["QuantileRanker", "GROUP_QUERY_MESSAGE", "QUERY_LENGTH_MESSAGE", "GRADED_LABELS_MESSAGE",
-           "NO_MIXED_QUERY_MESSAGE", "NO_LARGE_QUERY_MESSAGE"]
+           "NO_MIXED_QUERY_MESSAGE", "NO_LARGE_QUERY_MESSAGE", "BLEND_SKIPPED_MESSAGE"]
 
 #: ``ValueError`` of ``fit`` unless exactly one of ``group`` and ``query`` is given.
 GROUP_QUERY_MESSAGE = (
@@ -48,6 +49,14 @@ NO_MIXED_QUERY_MESSAGE = (
     "No query has both relevant and irrelevant rows ({n_queries} queries); precision@k within a query then "
     "does not depend on the scores. Check `y`, `relevance_threshold` and the query of each row."
 )
+#: ``UserWarning`` of ``fit`` when LightGBM's ``lambdarank`` cannot take the queries: the blend is skipped.
+BLEND_SKIPPED_MESSAGE = (
+    "The blend (step 4) is skipped: LightGBM's lambdarank takes queries of at most {limit:,} rows and the largest "
+    "here has {largest:,}; predict is the precision@k model alone. Pass blend=False to say so, or model='xgboost'."
+)
+LAMBDARANK_MAX_QUERY = 10_000
+"""LightGBM's upper limit on the rows of one query for its ranking objectives ("exceeds upper limit of 10000")."""
+
 #: ``ValueError`` of ``fit`` when no query with both kinds of rows has more than k rows.
 NO_LARGE_QUERY_MESSAGE = (
     "No query with both relevant and irrelevant rows has more than k={k} rows (the largest has {largest}); "
@@ -122,6 +131,8 @@ class QuantileRanker(BaseEstimator):
         False skips step 2 and keeps all ``n_quantile_estimators`` rounds.
     blend : bool, default=True
         Step 4 for the boosted models (``"linear"`` stays alone). False: ``predict`` is ``f_P``.
+        LightGBM's ``lambdarank`` takes queries of at most 10,000 rows: with a larger one the blend is
+        skipped with a ``UserWarning``.
     validation_fraction : float in (0, 1), default=0.2
         Fraction of the queries held out in each split.
     validation_splits : int >= 1 or "auto", default="auto"
@@ -335,7 +346,10 @@ class QuantileRanker(BaseEstimator):
             self.best_iteration_ = path.engine.n_trees(self.model_) - self.n_logloss_estimators_
         self.validation_curve_, self.selection_ = curve, selection
         self.ranking_model_ = self.blend_offsets_ = self.blend_scales_ = None
-        if self.blend and isinstance(path, BoostedPath):
+        largest = int(np.bincount(codes).max())
+        if self.blend and self.model == "lightgbm" and largest > LAMBDARANK_MAX_QUERY:
+            warnings.warn(BLEND_SKIPPED_MESSAGE.format(limit=LAMBDARANK_MAX_QUERY, largest=largest), UserWarning)
+        elif self.blend and isinstance(path, BoostedPath):
             self.ranking_model_ = path.fit_ranking(X, relevant, codes)
             spreads = [standardising(path.scores(model, X)) for model in (self.model_, self.ranking_model_)]
             self.blend_offsets_, self.blend_scales_ = (np.array(column) for column in zip(*spreads))
