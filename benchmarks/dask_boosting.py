@@ -245,8 +245,10 @@ class GradientReplay:
 
 
 def clear_replay(dask_worker):
-    """Empty a worker's recorded rounds (``client.run(clear_replay)``; Dask passes the worker)."""
+    """Empty a worker's recorded rounds (``client.run(clear_replay)``; Dask passes the worker), and its process's
+    record of reduction shapes (a recording reads only the calls it makes)."""
     dask_worker._benchmark_gradients, dask_worker._benchmark_reductions, dask_worker._benchmark_replayed = [], [], 0
+    _wrap_allreduce()._benchmark_shapes.clear()
 
 
 def restart_replay(dask_worker):
