@@ -175,7 +175,9 @@ def test_the_blends_member_is_lightgbms_own_lambdarank():
 
 
 def test_a_query_past_lightgbms_lambdarank_limit_skips_the_blend_with_a_warning(monkeypatch):
-    monkeypatch.setattr(ranker_module, "LAMBDARANK_MAX_QUERY", 11)  # LightGBM's limit is 10,000 rows a query
+    backend = ranker_module.BACKENDS["lightgbm"]
+    assert backend.max_query_rows == 10_000  # LightGBM's limit on a query's rows for lambdarank
+    monkeypatch.setattr(backend, "max_query_rows", 11)
     X, y, codes = _planted(20, 12)
     with pytest.warns(UserWarning) as caught:
         ranker = QuantileRanker(k=3, **FAST).fit(X, y, query=codes)
@@ -183,7 +185,7 @@ def test_a_query_past_lightgbms_lambdarank_limit_skips_the_blend_with_a_warning(
     assert ranker.ranking_model_ is None and ranker.blend_scales_ is None
     np.testing.assert_array_equal(ranker.predict(X), QuantileRanker(k=3, blend=False, **FAST).fit(
         X, y, query=codes).predict(X))
-    monkeypatch.setattr(ranker_module, "LAMBDARANK_MAX_QUERY", 12)  # at the limit: blended, no warning
+    monkeypatch.setattr(backend, "max_query_rows", 12)  # at the limit: blended, no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert QuantileRanker(k=3, **FAST).fit(X, y, query=codes).ranking_model_ is not None

@@ -110,6 +110,8 @@ class LightGBMBackend:
 
     name = "lightgbm"
     label = "LightGBM"
+    max_query_rows = 10_000
+    """The most rows of one query its ranking objectives take ("exceeds upper limit of 10000"); the custom ones, any."""
 
     def __init__(self, params):
         self.lgb = _import("lightgbm")
@@ -170,6 +172,8 @@ class XGBoostBackend:
 
     name = "xgboost"
     label = "XGBoost"
+    max_query_rows = None
+    """No limit on the rows of one query."""
 
     def __init__(self, params):
         self.xgb = _import("xgboost")

@@ -54,8 +54,6 @@ BLEND_SKIPPED_MESSAGE = (
     "The blend (step 4) is skipped: LightGBM's lambdarank takes queries of at most {limit:,} rows and the largest "
     "here has {largest:,}; predict is the precision@k model alone. Pass blend=False to say so, or model='xgboost'."
 )
-LAMBDARANK_MAX_QUERY = 10_000
-"""LightGBM's upper limit on the rows of one query for its ranking objectives ("exceeds upper limit of 10000")."""
 
 #: ``ValueError`` of ``fit`` when no query with both kinds of rows has more than k rows.
 NO_LARGE_QUERY_MESSAGE = (
@@ -345,15 +343,7 @@ class QuantileRanker(BaseEstimator):
         else:
             self.best_iteration_ = path.engine.n_trees(self.model_) - self.n_logloss_estimators_
         self.validation_curve_, self.selection_ = curve, selection
-        self.ranking_model_ = self.blend_offsets_ = self.blend_scales_ = None
-        largest = int(np.bincount(codes).max())
-        if self.blend and self.model == "lightgbm" and largest > LAMBDARANK_MAX_QUERY:
-            warnings.warn(BLEND_SKIPPED_MESSAGE.format(limit=LAMBDARANK_MAX_QUERY, largest=largest), UserWarning)
-        elif self.blend and isinstance(path, BoostedPath):
-            self.ranking_model_ = path.fit_ranking(X, relevant, codes)
-            spreads = [standardising(path.scores(model, X)) for model in (self.model_, self.ranking_model_)]
-            self.blend_offsets_, self.blend_scales_ = (np.array(column) for column in zip(*spreads))
-        if not np.isfinite(self._scores(X)).all():
+        if not np.isfinite(self._fit_blend(path, X, relevant, codes)).all():
             raise TrainingDivergedError("the model's scores", "on the training rows", self.learning_rate)
         if self.verbose:
             shown = "" if curve is None else f", held-out P@{self.k} {selection['chosen']:.4f} " \
@@ -361,6 +351,22 @@ class QuantileRanker(BaseEstimator):
             blended = "" if self.ranking_model_ is None else "; blended with a LambdaMART model"
             print(f"QuantileRanker: {self.best_iteration_} precision@k rounds kept{shown}{blended}")
         return self
+
+    def _fit_blend(self, path, X, relevant, codes) -> np.ndarray:
+        """Step 4 where it applies (``ranking_model_``, ``blend_offsets_``, ``blend_scales_``, else None); the
+        deployed scores of the training rows ``X``, each member scoring them once."""
+        self.ranking_model_ = self.blend_offsets_ = self.blend_scales_ = None
+        own = path.scores(self.model_, X)
+        if not self.blend or not isinstance(path, BoostedPath):
+            return own
+        limit, largest = path.engine.max_query_rows, int(np.bincount(codes).max())
+        if limit is not None and largest > limit:
+            warnings.warn(BLEND_SKIPPED_MESSAGE.format(limit=limit, largest=largest), UserWarning)
+            return own
+        self.ranking_model_ = path.fit_ranking(X, relevant, codes)
+        raw = [own, path.scores(self.ranking_model_, X)]
+        self.blend_offsets_, self.blend_scales_ = (np.array(column) for column in zip(*map(standardising, raw)))
+        return standardised_mean(raw, self.blend_offsets_, self.blend_scales_)
 
     def _scores(self, X) -> np.ndarray:
         if isinstance(self.model_, LinearModel):
